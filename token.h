@@ -1,0 +1,195 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * token.h - HMAC-signed, path-bound, expiring tokens for mod_pdftoken.
+ *
+ * Plain C on OpenSSL's libcrypto: no httpd or APR headers, no globals, no
+ * logging.  Every function takes its inputs explicitly (key, path, time)
+ * and writes into caller-owned buffers, so that the library is unit-tested,
+ * fuzzed and benchmarked on its own and linked unchanged into the module.
+ *
+ * Token format, version 1
+ * -----------------------
+ *
+ * The token is the base64url encoding (RFC 4648 section 5, no padding) of
+ * 45 raw bytes, so it is always exactly 60 characters long:
+ *
+ *     offset  length  field
+ *          0       1  version, 0x01
+ *          1       8  expiry, seconds since the Unix epoch, unsigned,
+ *                     big-endian
+ *          9      16  nonce, from RAND_bytes()
+ *         25      20  tag: the first 20 bytes (160 bits) of
+ *                     HMAC-SHA256(key, message)
+ *
+ * where message is
+ *
+ *     version (1) || expiry (8) || nonce (16) || len(path) (8, big-endian)
+ *     || path
+ *
+ * "path" is the URL path the token is minted for, exactly as the caller
+ * gives it (mod_pdftoken passes the decoded path of the request the browser
+ * made).  The length prefix keeps the variable-length path from sliding
+ * into the fixed fields; the fixed fields cannot slide because their
+ * lengths never change.  45 bytes is a whole number of base64 groups, so
+ * the encoding has no partial group and no padding bits to canonicalise.
+ *
+ * Characters 12 to 19 of the token encode the first six bytes of the nonce
+ * (the nonce starts on a group boundary at byte 9): mod_pdftoken suffixes
+ * its cookie name with them so that two tokens for one document, minted
+ * for two tabs, do not overwrite each other's cookie.
+ */
+
+#ifndef PDFTOKEN_TOKEN_H
+#define PDFTOKEN_TOKEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PDFTOKEN_VERSION 0x01
+#define PDFTOKEN_EXPIRY_LEN 8
+#define PDFTOKEN_NONCE_LEN 16
+#define PDFTOKEN_TAG_LEN 20
+#define PDFTOKEN_RAW_LEN                                                       \
+    (1 + PDFTOKEN_EXPIRY_LEN + PDFTOKEN_NONCE_LEN + PDFTOKEN_TAG_LEN)
+/* Length of an encoded token, without the terminating NUL. */
+#define PDFTOKEN_LEN 60
+/* Anything longer than this is refused before it is decoded. */
+#define PDFTOKEN_MAX_LEN 64
+
+/* Where the cookie-name suffix sits in an encoded token. */
+#define PDFTOKEN_SUFFIX_OFFSET 12
+#define PDFTOKEN_SUFFIX_LEN 8
+
+/* A secret file must hold at least this many bytes (after trailing
+ * whitespace is trimmed). */
+#define PDFTOKEN_SECRET_MIN 32
+/* A secret file larger than this is refused: it is almost certainly the
+ * wrong file. */
+#define PDFTOKEN_SECRET_MAX 4096
+
+#define PDFTOKEN_HMAC_LEN 32
+
+typedef enum {
+    PDFTOKEN_OK = 0,       /* valid token / operation succeeded */
+    PDFTOKEN_EXPIRED,      /* tag good for this path, expiry in the past */
+    PDFTOKEN_MALFORMED,    /* wrong length, not base64url, padding, NUL */
+    PDFTOKEN_BAD_VERSION,  /* decodes, but a version we do not know */
+    PDFTOKEN_BAD_TAG,      /* tag wrong: forged, other path, other key */
+    PDFTOKEN_SHORT_SECRET, /* key material below PDFTOKEN_SECRET_MIN */
+    PDFTOKEN_LONG_SECRET,  /* key material above PDFTOKEN_SECRET_MAX */
+    PDFTOKEN_CRYPTO_ERROR  /* libcrypto failed (RNG, MAC) */
+} pdftoken_status;
+
+/*
+ * A prepared HMAC-SHA256 key.  The key's inner and outer pads are computed
+ * once, when the key is initialised; every MAC afterwards duplicates that
+ * state, which costs about a quarter of a one-shot HMAC().  A key is only
+ * read after initialisation, so one key may be used by many threads.
+ */
+typedef struct pdftoken_key {
+    void *mac; /* EVP_MAC_CTX *, opaque to callers */
+} pdftoken_key;
+
+/* Human-readable name of a status, for log messages. */
+const char *pdftoken_status_str(pdftoken_status st);
+
+/*
+ * Initialise key from len raw bytes (len >= 1).  Used for the HMAC known
+ * answers; servers use pdftoken_key_load() or pdftoken_key_generate().
+ */
+pdftoken_status pdftoken_key_init(pdftoken_key *key,
+                                  const unsigned char *secret, size_t len);
+
+/*
+ * Initialise key from the contents of a secret file.  Trailing CR, LF,
+ * space and tab are ignored (so `openssl rand -hex 32 > file` works), then
+ * at least PDFTOKEN_SECRET_MIN and at most PDFTOKEN_SECRET_MAX bytes must
+ * remain.  The caller still owns and should wipe the file bytes.
+ */
+pdftoken_status pdftoken_key_load(pdftoken_key *key, const unsigned char *bytes,
+                                  size_t len);
+
+/* Initialise key from 32 fresh bytes of OpenSSL's CSPRNG. */
+pdftoken_status pdftoken_key_generate(pdftoken_key *key);
+
+/* Release the key and wipe its material.  Safe on a zeroed key. */
+void pdftoken_key_wipe(pdftoken_key *key);
+
+/* HMAC-SHA256 of msg under key: the same code path that tags tokens. */
+pdftoken_status pdftoken_hmac(const pdftoken_key *key, const unsigned char *msg,
+                              size_t len, unsigned char out[PDFTOKEN_HMAC_LEN]);
+
+/*
+ * base64url without padding.  encode writes ((len * 4) + 2) / 3 characters
+ * and a NUL into out and returns the number of characters.  decode is
+ * strict: it refuses '=', any byte outside the alphabet, a length that
+ * leaves one dangling character, non-zero padding bits, and output that
+ * would exceed outcap; it returns the number of bytes, or -1.
+ */
+size_t pdftoken_b64url_encode(const unsigned char *in, size_t len, char *out);
+long pdftoken_b64url_decode(const char *in, size_t len, unsigned char *out,
+                            size_t outcap);
+
+/*
+ * Mint a token for path, valid until expiry (seconds since the epoch),
+ * under key, with a fresh nonce.  out receives PDFTOKEN_LEN characters and
+ * a NUL.
+ */
+pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
+                              size_t pathlen, uint64_t expiry,
+                              char out[PDFTOKEN_LEN + 1]);
+
+/* As pdftoken_mint, with the caller's nonce: for known-answer tests. */
+pdftoken_status pdftoken_mint_nonce(
+    const pdftoken_key *key, const char *path, size_t pathlen, uint64_t expiry,
+    const unsigned char nonce[PDFTOKEN_NONCE_LEN], char out[PDFTOKEN_LEN + 1]);
+
+/*
+ * Verify token (toklen bytes, not necessarily NUL-terminated) for path at
+ * time now, against keys[0..nkeys-1] in order (the first key mints, every
+ * key verifies, so a previous secret keeps tokens in flight valid).
+ *
+ * The order is fixed: cap the length, decode strictly, require the exact
+ * decoded length and a known version, recompute the tag, compare it in
+ * constant time, and only then look at the clock.  Returns PDFTOKEN_OK,
+ * PDFTOKEN_EXPIRED (the tag is good, so *expiry is meaningful),
+ * PDFTOKEN_MALFORMED, PDFTOKEN_BAD_VERSION, PDFTOKEN_BAD_TAG or
+ * PDFTOKEN_CRYPTO_ERROR.  If expiry is not NULL it receives the token's
+ * expiry whenever the tag was good.
+ */
+pdftoken_status pdftoken_verify(const pdftoken_key *keys, size_t nkeys,
+                                const char *token, size_t toklen,
+                                const char *path, size_t pathlen, uint64_t now,
+                                uint64_t *expiry);
+
+/*
+ * Query strings, as raw bytes (no percent-decoding: a token never needs
+ * escaping, so an escaped one is simply malformed).
+ *
+ * pdftoken_query_find: look for parameters whose name is exactly
+ * name[0..namelen) ("name" alone, without '=', counts, with an empty
+ * value).  Returns how many there are; when at least one, *val and *vallen
+ * describe the first one's value.
+ *
+ * pdftoken_query_strip: copy args to out with every such parameter
+ * removed and everything else kept byte for byte, in order, joined by the
+ * '&' that separated it.  out must have room for len + 1 bytes; the result
+ * is NUL-terminated and its length returned.
+ */
+size_t pdftoken_query_find(const char *args, size_t len, const char *name,
+                           size_t namelen, const char **val, size_t *vallen);
+size_t pdftoken_query_strip(const char *args, size_t len, const char *name,
+                            size_t namelen, char *out);
+
+/*
+ * Cookie header: does it hold a cookie named exactly name[0..namelen)
+ * whose value equals token[0..toklen) byte for byte?  The walk follows
+ * RFC 6265 syntax and tolerates junk: empty pairs, pairs without '=',
+ * spaces and tabs around names and values, a value in double quotes, and
+ * ',' as a separator (merged header lines).  Returns 1 or 0.
+ */
+int pdftoken_cookie_match(const char *header, size_t len, const char *name,
+                          size_t namelen, const char *token, size_t toklen);
+
+#endif /* PDFTOKEN_TOKEN_H */
