@@ -1,0 +1,861 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * mod_pdftoken.c - stop the "PDF universal XSS" (Amit Klein's mitigation).
+ *
+ * A request for a protected PDF that carries no valid token is answered
+ * with a 302 to the same URL plus a fresh token in the query, an empty
+ * fragment, and a short-lived cookie holding the same token.  The PDF is
+ * served inline only when the query token is valid and equals the cookie.
+ * The redirect is what throws the attacker's fragment
+ * (doc.pdf#x=javascript:...) away: the browser never hands it to the PDF
+ * viewer.  See SPEC.md section 4 for the decision table this file follows
+ * (R1 to R5) and token.h for the token itself.
+ */
+
+#include <errno.h>
+
+#include "apr_strings.h"
+#include "apr_file_io.h"
+#include "apr_lib.h"
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "util_filter.h"
+
+#include <openssl/crypto.h>
+
+#include "token.h"
+
+/* Our own message numbers: httpd reserves AHnnnnn for itself. */
+#define PDFTOKEN_LOGNO(n) "PDFTOKEN" #n ": "
+
+#define TIMEOUT_DEFAULT 10
+#define MAX_TIMEOUT 3600
+#define NAME_DEFAULT "pdftoken"
+#define MAX_NAME_LEN 32
+#define TYPE_DEFAULT "application/pdf"
+/* R5: a byte-range continuation may use a token up to an hour past its
+ * expiry, since a PDF viewer keeps fetching ranges long after the cookie
+ * is gone. */
+#define RANGE_GRACE 3600
+#define FILTER_NAME "PDFTOKEN"
+
+/* AP_DECLARE_MODULE at the end also does APLOG_USE_MODULE(pdftoken), so
+ * that `LogLevel pdftoken:debug` applies to this module's messages. */
+module AP_MODULE_DECLARE_DATA pdftoken_module;
+
+typedef enum { FALLBACK_ATTACHMENT = 0, FALLBACK_DENY = 1 } fallback_mode;
+
+typedef struct {
+    int protect;               /* -1 unset, 0 Off, 1 On */
+    int timeout;               /* -1 unset, else seconds */
+    const char *name;          /* NULL unset */
+    int fallback;              /* -1 unset, else fallback_mode */
+    apr_array_header_t *types; /* NULL unset; of const char * */
+} dir_conf;
+
+typedef struct {
+    pdftoken_key *keys; /* keys[0] mints, all verify */
+    int nkeys;          /* 0: not set here */
+} srv_conf;
+
+/* What the fixup decided for the request the browser made. */
+typedef enum {
+    VERDICT_REDIRECT, /* R1, R4 */
+    VERDICT_PASS,     /* R2 */
+    VERDICT_RANGE,    /* R5 */
+    VERDICT_FALLBACK, /* R3, attachment */
+    VERDICT_DENY      /* R3, deny */
+} verdict;
+
+static const char *const verdict_names[] = {"redirect", "pass", "range",
+                                            "fallback", "deny"};
+
+/* Kept on the request the browser made, so that internal redirects that
+ * follow (mod_rewrite, ErrorDocument) see the decision already taken. */
+typedef struct {
+    verdict v;
+} req_state;
+
+/* Context of the output filter: what it must do to the response. */
+typedef enum {
+    WATCH_UNJUDGED, /* force a download if it turns out a PDF */
+    WATCH_PASS,     /* inline: add Referrer-Policy if absent */
+    WATCH_FALLBACK  /* force a download whatever it is */
+} watch_mode;
+
+/* ---- configuration ---------------------------------------------------- */
+
+static void *create_dir_conf(apr_pool_t *p, char *dummy)
+{
+    dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    (void)dummy;
+    conf->protect = -1;
+    conf->timeout = -1;
+    conf->fallback = -1;
+    return conf;
+}
+
+static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    dir_conf *base = basev, *add = addv;
+    dir_conf *conf = apr_palloc(p, sizeof(*conf));
+
+    /* An inner scope overrides only what it sets. */
+    conf->protect = add->protect != -1 ? add->protect : base->protect;
+    conf->timeout = add->timeout != -1 ? add->timeout : base->timeout;
+    conf->name = add->name ? add->name : base->name;
+    conf->fallback = add->fallback != -1 ? add->fallback : base->fallback;
+    conf->types = add->types ? add->types : base->types;
+    return conf;
+}
+
+static void *create_srv_conf(apr_pool_t *p, server_rec *s)
+{
+    (void)s;
+    return apr_pcalloc(p, sizeof(srv_conf));
+}
+
+static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    srv_conf *base = basev, *add = addv;
+    srv_conf *conf = apr_palloc(p, sizeof(*conf));
+
+    conf->keys = add->nkeys ? add->keys : base->keys;
+    conf->nkeys = add->nkeys ? add->nkeys : base->nkeys;
+    return conf;
+}
+
+/* Defaults live here, applied when a value is read. */
+static int conf_timeout(const dir_conf *conf)
+{
+    return conf->timeout != -1 ? conf->timeout : TIMEOUT_DEFAULT;
+}
+
+static const char *conf_name(const dir_conf *conf)
+{
+    return conf->name ? conf->name : NAME_DEFAULT;
+}
+
+static fallback_mode conf_fallback(const dir_conf *conf)
+{
+    return conf->fallback != -1 ? (fallback_mode)conf->fallback
+                                : FALLBACK_ATTACHMENT;
+}
+
+static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
+{
+    (void)cmd;
+    ((dir_conf *)cfg)->protect = on ? 1 : 0;
+    return NULL;
+}
+
+static const char *set_timeout(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    char *end;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (errno || end == arg || *end || v < 1 || v > MAX_TIMEOUT) {
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' is not a number of seconds from 1 "
+                            "to %d",
+                            cmd->cmd->name, arg, MAX_TIMEOUT);
+    }
+    ((dir_conf *)cfg)->timeout = (int)v;
+    return NULL;
+}
+
+static const char *set_name(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *c;
+    size_t len = strlen(arg);
+
+    /* The name goes into the query and into Set-Cookie unescaped, so it is
+     * held to characters that are safe in both. */
+    for (c = arg; *c; c++) {
+        if (!apr_isalnum(*c) && *c != '_' && *c != '-') {
+            break;
+        }
+    }
+    if (len < 1 || len > MAX_NAME_LEN || *c) {
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' must be 1 to %d letters, digits, '_' "
+                            "or '-'",
+                            cmd->cmd->name, arg, MAX_NAME_LEN);
+    }
+    ((dir_conf *)cfg)->name = arg;
+    return NULL;
+}
+
+static const char *set_fallback(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    dir_conf *conf = cfg;
+
+    if (!strcasecmp(arg, "attachment")) {
+        conf->fallback = FALLBACK_ATTACHMENT;
+    }
+    else if (!strcasecmp(arg, "deny")) {
+        conf->fallback = FALLBACK_DENY;
+    }
+    else {
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' is neither 'attachment' nor 'deny'",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
+static const char *set_types(cmd_parms *cmd, void *cfg, int argc,
+                             char *const argv[])
+{
+    dir_conf *conf = cfg;
+    int i;
+
+    if (argc < 1) {
+        return apr_psprintf(cmd->pool, "%s needs at least one content type",
+                            cmd->cmd->name);
+    }
+    /* One directive line replaces the list: the scope says exactly which
+     * types it protects. */
+    conf->types = apr_array_make(cmd->pool, argc, sizeof(const char *));
+    for (i = 0; i < argc; i++) {
+        const char *slash = strchr(argv[i], '/');
+        const char *c;
+
+        for (c = argv[i]; *c && (apr_isgraph(*c) && *c != ';'); c++) {
+        }
+        if (!slash || slash == argv[i] || !slash[1] || *c) {
+            return apr_psprintf(cmd->pool,
+                                "%s: '%s' is not a content type "
+                                "(type/subtype)",
+                                cmd->cmd->name, argv[i]);
+        }
+        APR_ARRAY_PUSH(conf->types, const char *) = argv[i];
+    }
+    return NULL;
+}
+
+static apr_status_t wipe_key(void *data)
+{
+    pdftoken_key_wipe(data);
+    return APR_SUCCESS;
+}
+
+/* Read one secret file into key; NULL or an error naming the directive. */
+static const char *load_secret(cmd_parms *cmd, const char *arg,
+                               pdftoken_key *key)
+{
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    unsigned char buf[PDFTOKEN_SECRET_MAX + 1];
+    apr_file_t *fd;
+    apr_size_t len = 0;
+    apr_status_t rv;
+    pdftoken_status st;
+    char err[120];
+
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path '%s'", cmd->cmd->name,
+                            arg);
+    }
+    rv = apr_file_open(&fd, path, APR_FOPEN_READ, APR_OS_DEFAULT,
+                       cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_read_full(fd, buf, sizeof(buf), &len);
+        apr_file_close(fd);
+    }
+    if (rv != APR_SUCCESS && rv != APR_EOF) {
+        OPENSSL_cleanse(buf, sizeof(buf));
+        return apr_psprintf(cmd->pool, "%s: cannot read '%s': %s",
+                            cmd->cmd->name, path,
+                            apr_strerror(rv, err, sizeof(err)));
+    }
+    st = pdftoken_key_load(key, buf, len);
+    OPENSSL_cleanse(buf, sizeof(buf));
+    if (st == PDFTOKEN_SHORT_SECRET) {
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' holds fewer than %d bytes of secret",
+                            cmd->cmd->name, path, PDFTOKEN_SECRET_MIN);
+    }
+    if (st == PDFTOKEN_LONG_SECRET) {
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' is larger than %d bytes; is it the "
+                            "right file?",
+                            cmd->cmd->name, path, PDFTOKEN_SECRET_MAX);
+    }
+    if (st != PDFTOKEN_OK) {
+        return apr_psprintf(cmd->pool, "%s: cannot make a key from '%s': %s",
+                            cmd->cmd->name, path, pdftoken_status_str(st));
+    }
+    apr_pool_cleanup_register(cmd->pool, key, wipe_key, apr_pool_cleanup_null);
+    return NULL;
+}
+
+/*
+ * The secret is read while the configuration is parsed, as root and before
+ * any child starts, so that `apachectl configtest` already refuses a
+ * missing or short file and the file may be readable by root only.
+ */
+static const char *set_secret_file(cmd_parms *cmd, void *dummy,
+                                   const char *current, const char *previous)
+{
+    srv_conf *conf =
+        ap_get_module_config(cmd->server->module_config, &pdftoken_module);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_CONTEXT);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    conf->keys = apr_pcalloc(cmd->pool, 2 * sizeof(pdftoken_key));
+    conf->nkeys = 0;
+    if ((err = load_secret(cmd, current, &conf->keys[0]))) {
+        return err;
+    }
+    if (previous && (err = load_secret(cmd, previous, &conf->keys[1]))) {
+        return err;
+    }
+    conf->nkeys = previous ? 2 : 1;
+    return NULL;
+}
+
+static const command_rec pdftoken_cmds[] = {
+    AP_INIT_FLAG("PdfTokenProtect", set_protect, NULL, OR_FILEINFO,
+                 "On to redirect PDF requests through a token and cookie"),
+    AP_INIT_TAKE1("PdfTokenTimeout", set_timeout, NULL, OR_FILEINFO,
+                  "token lifetime and cookie Max-Age in seconds (1-3600)"),
+    AP_INIT_TAKE1("PdfTokenName", set_name, NULL, OR_FILEINFO,
+                  "name of the query parameter and cookie"),
+    AP_INIT_TAKE1("PdfTokenFallback", set_fallback, NULL, OR_FILEINFO,
+                  "'attachment' or 'deny': answer to a valid token "
+                  "without its cookie"),
+    AP_INIT_TAKE_ARGV("PdfTokenTypes", set_types, NULL, OR_FILEINFO,
+                      "content types that count as PDF"),
+    AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
+                   "file holding the secret, and optionally the previous "
+                   "secret's file"),
+    {NULL}};
+
+/* ---- request helpers --------------------------------------------------- */
+
+/* The request the browser made: internal redirects chain back to it. */
+static request_rec *browser_request(request_rec *r)
+{
+    while (r->prev) {
+        r = r->prev;
+    }
+    return r;
+}
+
+/* An ErrorDocument is an internal redirect from a request that failed. */
+static int is_error_document(const request_rec *r)
+{
+    for (r = r->prev; r; r = r->prev) {
+        if (ap_is_HTTP_ERROR(r->status)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Compare a Content-Type with a configured type, case-insensitively and
+ * ignoring parameters ("application/PDF; charset=x"). */
+static int type_matches(const char *ctype, const char *type)
+{
+    size_t len = strlen(type);
+
+    while (*ctype == ' ' || *ctype == '\t') {
+        ctype++;
+    }
+    if (strncasecmp(ctype, type, len)) {
+        return 0;
+    }
+    ctype += len;
+    while (*ctype == ' ' || *ctype == '\t') {
+        ctype++;
+    }
+    return *ctype == '\0' || *ctype == ';';
+}
+
+static int is_protected_type(const dir_conf *conf, const char *ctype)
+{
+    int i;
+
+    if (!ctype) {
+        return 0;
+    }
+    if (!conf->types) {
+        return type_matches(ctype, TYPE_DEFAULT);
+    }
+    for (i = 0; i < conf->types->nelts; i++) {
+        if (type_matches(ctype, APR_ARRAY_IDX(conf->types, i, const char *))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ends_in_pdf(const char *path)
+{
+    size_t len = path ? strlen(path) : 0;
+
+    return len >= 4 && !strcasecmp(path + len - 4, ".pdf");
+}
+
+/*
+ * Percent-encode s[0..len): letters and digits and the characters in keep
+ * stay as they are, every other byte (controls, space, non-ASCII above
+ * all) becomes %XX.  Everything this module writes into a header from the
+ * request passes through here.
+ */
+static char *pct_encode(apr_pool_t *p, const char *s, size_t len,
+                        const char *keep)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = apr_palloc(p, 3 * len + 1), *o = out;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80 && (apr_isalnum(c) || (c && strchr(keep, c)))) {
+            *o++ = (char)c;
+        }
+        else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/*
+ * A decoded URL path, for Location and for the cookie's Path attribute:
+ * ';' and ',' are encoded because they would end the cookie's Path.
+ * Browsers keep these escapes as they are, so the cookie's Path equals
+ * the path of the URL the browser requests next.
+ */
+#define PATH_KEEP "/-._~!$&'()*+=:@"
+/*
+ * A raw query goes back into Location byte for byte, except bytes that
+ * may never stand in a header or a URL (controls, space, non-ASCII,
+ * quotes, '#').  httpd refuses most of them on the request line already;
+ * this keeps Location safe when it does not (HttpProtocolOptions Unsafe).
+ */
+#define QUERY_KEEP "!$%&'()*+,-./:;=?@[]_~"
+/* RFC 5987 attr-char, for filename* in Content-Disposition. */
+#define FILENAME_KEEP "!#$&+-.^_`|~"
+
+/* The decoded path the browser asked for: what a token is bound to.  It
+ * is recomputed from the request line because mod_dir and MultiViews
+ * rewrite r->uri in place. */
+static const char *document_path(request_rec *br)
+{
+    char *path;
+
+    if (!br->parsed_uri.path) {
+        return NULL;
+    }
+    path = apr_pstrdup(br->pool, br->parsed_uri.path);
+    /* Keep %2F escaped: that is how httpd itself sees such a path. */
+    if (ap_unescape_url_keep2f(path, 0) != OK) {
+        return NULL;
+    }
+    return path;
+}
+
+/* ---- the fallback: a forced download ------------------------------------ */
+
+/* Content-Disposition per RFC 6266: an ASCII filename, and filename* in
+ * UTF-8 when the name is not plain ASCII. */
+static const char *attachment_header(request_rec *r)
+{
+    const char *slash = strrchr(r->uri, '/');
+    const char *name = slash ? slash + 1 : r->uri;
+    char *ascii, *c;
+    int plain = 1;
+
+    if (!*name) {
+        name = "document.pdf";
+    }
+    ascii = apr_pstrdup(r->pool, name);
+    for (c = ascii; *c; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u < 0x20 || u >= 0x7f || *c == '"' || *c == '\\' || *c == '%') {
+            *c = '_';
+            plain = 0;
+        }
+    }
+    if (plain) {
+        return apr_pstrcat(r->pool, "attachment; filename=\"", ascii, "\"",
+                           NULL);
+    }
+    return apr_pstrcat(
+        r->pool, "attachment; filename=\"", ascii, "\"; filename*=UTF-8''",
+        pct_encode(r->pool, name, strlen(name), FILENAME_KEEP), NULL);
+}
+
+static void force_download(request_rec *r)
+{
+    /* octet-stream plus nosniff: no browser renders it inline, so no PDF
+     * viewer ever sees the URL's fragment. */
+    ap_set_content_type(r, "application/octet-stream");
+    apr_table_setn(r->headers_out, "Content-Disposition", attachment_header(r));
+    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+}
+
+/* ---- the output filter -------------------------------------------------- */
+
+/*
+ * The fixup only sees the content type that is known before the handler
+ * runs.  CGI scripts and proxied back ends name theirs later, so every
+ * response of a protected scope passes here once, when its headers are
+ * final, and leaves the chain at once.
+ */
+static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    watch_mode mode = (watch_mode)(apr_uintptr_t)f->ctx;
+    dir_conf *conf;
+
+    switch (mode) {
+    case WATCH_PASS:
+        if (!apr_table_get(r->headers_out, "Referrer-Policy")
+            && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
+            /* The tokenized URL must not leak to other sites. */
+            apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
+        }
+        break;
+    case WATCH_FALLBACK:
+        force_download(r);
+        break;
+    case WATCH_UNJUDGED:
+        conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
+        if (!ap_is_HTTP_ERROR(r->status)
+            && is_protected_type(conf, r->content_type)) {
+            ap_log_rerror(
+                APLOG_MARK, APLOG_INFO, 0, r,
+                PDFTOKEN_LOGNO(
+                    00001) "response turned out a "
+                           "protected type (%s) after the fixup: sent as a "
+                           "download",
+                r->content_type);
+            apr_table_setn(r->subprocess_env, "PDFTOKEN", "fallback");
+            force_download(r);
+        }
+        break;
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+static void add_watch(request_rec *r, watch_mode mode)
+{
+    ap_add_output_filter(FILTER_NAME, (void *)(apr_uintptr_t)mode, r,
+                         r->connection);
+}
+
+/* ---- the decision table ------------------------------------------------- */
+
+/* Is there a cookie named <name>_<eight characters of q's nonce> whose
+ * value is q?  The suffix lets two tabs hold two tokens for one document
+ * without one cookie overwriting the other. */
+static int has_matching_cookie(request_rec *r, const char *name, const char *q,
+                               size_t qlen)
+{
+    const char *header = apr_table_get(r->headers_in, "Cookie");
+    char cname[MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
+    size_t nlen = strlen(name);
+
+    if (!header || qlen != PDFTOKEN_LEN) {
+        return 0;
+    }
+    memcpy(cname, name, nlen);
+    cname[nlen] = '_';
+    memcpy(cname + nlen + 1, q + PDFTOKEN_SUFFIX_OFFSET, PDFTOKEN_SUFFIX_LEN);
+    return pdftoken_cookie_match(header, strlen(header), cname,
+                                 nlen + 1 + PDFTOKEN_SUFFIX_LEN, q, qlen);
+}
+
+/* Judge the request the browser made (br), by SPEC's table. */
+static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
+                     const srv_conf *sconf, const char *path)
+{
+    const char *name = conf_name(conf);
+    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
+    const char *q = NULL;
+    size_t qlen = 0, count;
+    uint64_t now = (uint64_t)apr_time_sec(r->request_time), expiry = 0;
+    pdftoken_status st;
+
+    count =
+        pdftoken_query_find(args, strlen(args), name, strlen(name), &q, &qlen);
+    if (count == 0) { /* R1 */
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      PDFTOKEN_LOGNO(00002) "no token: redirect");
+        return VERDICT_REDIRECT;
+    }
+    if (count > 1) { /* R4 */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      PDFTOKEN_LOGNO(00003) "%" APR_SIZE_T_FMT
+                                            " tokens in the query: redirect",
+                      count);
+        return VERDICT_REDIRECT;
+    }
+    st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, path,
+                         strlen(path), now, &expiry);
+    if (st == PDFTOKEN_OK && has_matching_cookie(r, name, q, qlen)) {
+        ap_log_rerror(
+            APLOG_MARK, APLOG_DEBUG, 0, r,
+            PDFTOKEN_LOGNO(00004) "valid token and matching cookie: inline");
+        return VERDICT_PASS; /* R2 */
+    }
+    /* A navigation cannot send Range, so a range request with a genuine
+     * token is a PDF viewer fetching more of a document it already has. */
+    if ((st == PDFTOKEN_OK
+         || (st == PDFTOKEN_EXPIRED && now - expiry < RANGE_GRACE))
+        && apr_table_get(r->headers_in, "Range")) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      PDFTOKEN_LOGNO(00005) "%s token with Range: served",
+                      pdftoken_status_str(st));
+        return VERDICT_RANGE; /* R5 */
+    }
+    if (st == PDFTOKEN_OK) { /* R3 */
+        /* Never a redirect here: a client without cookies would loop. */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      PDFTOKEN_LOGNO(00006) "valid token, %s: %s",
+                      apr_table_get(r->headers_in, "Cookie") ? "cookie mismatch"
+                                                             : "no cookie",
+                      conf_fallback(conf) == FALLBACK_DENY ? "denied"
+                                                           : "download");
+        return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
+                                                    : VERDICT_FALLBACK;
+    }
+    if (st == PDFTOKEN_CRYPTO_ERROR) {
+        ap_log_rerror(
+            APLOG_MARK, APLOG_ERR, 0, r,
+            PDFTOKEN_LOGNO(00007) "token verification failed inside libcrypto");
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  PDFTOKEN_LOGNO(00008) "%s token: redirect",
+                  pdftoken_status_str(st));
+    return VERDICT_REDIRECT; /* R4 */
+}
+
+/* R1/R4: 302 to the browser's URL with a fresh token and an empty
+ * fragment, plus the cookie that must come back with it. */
+static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
+                    const srv_conf *sconf, const char *path)
+{
+    const char *name = conf_name(conf);
+    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
+    size_t alen = strlen(args);
+    char *kept = apr_palloc(r->pool, alen + 1);
+    char token[PDFTOKEN_LEN + 1];
+    const char *epath = pct_encode(r->pool, path, strlen(path), PATH_KEEP);
+    const char *url, *cookie;
+    int timeout = conf_timeout(conf);
+    uint64_t now = (uint64_t)apr_time_sec(r->request_time);
+    pdftoken_status st;
+
+    st = pdftoken_mint(&sconf->keys[0], path, strlen(path),
+                       now + (uint64_t)timeout, token);
+    if (st != PDFTOKEN_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      PDFTOKEN_LOGNO(00009) "cannot mint a token: %s",
+                      pdftoken_status_str(st));
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
+    /* The trailing '#' gives the target its own, empty fragment: without
+     * it browsers carry the attacker's fragment across the redirect
+     * (RFC 9110 section 10.2.2) and the defence does nothing. */
+    url = apr_pstrcat(r->pool, epath, "?",
+                      alen ? pct_encode(r->pool, kept, alen, QUERY_KEEP) : "",
+                      alen ? "&" : "", name, "=", token, "#", NULL);
+    apr_table_setn(r->headers_out, "Location",
+                   ap_construct_url(r->pool, url, r));
+    /* Lax, not Strict: a link from another site is a cross-site
+     * navigation, and Strict would withhold the cookie on the follow-up
+     * and send every such reader to the fallback. */
+    cookie = apr_psprintf(r->pool,
+                          "%s_%.*s=%s; Path=%s; Max-Age=%d; HttpOnly; "
+                          "SameSite=Lax%s",
+                          name, PDFTOKEN_SUFFIX_LEN,
+                          token + PDFTOKEN_SUFFIX_OFFSET, token, epath, timeout,
+                          strcmp(ap_http_scheme(r), "https") ? "" : "; Secure");
+    /* httpd sends only err_headers_out with a non-2xx answer. */
+    apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
+    OPENSSL_cleanse(token, sizeof(token));
+    return HTTP_MOVED_TEMPORARILY;
+}
+
+/* Take the token out of the query the handler sees, so that scripts and
+ * proxied back ends get the URL as the reader wrote it. */
+static void strip_token(request_rec *r, const dir_conf *conf)
+{
+    const char *name = conf_name(conf);
+    size_t len;
+    char *kept;
+
+    if (!r->args) {
+        return;
+    }
+    len = strlen(r->args);
+    kept = apr_palloc(r->pool, len + 1);
+    len = pdftoken_query_strip(r->args, len, name, strlen(name), kept);
+    r->args = len ? kept : NULL;
+}
+
+/* Carry out a verdict on r, which is br or an internal redirect of it. */
+static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
+                 const srv_conf *sconf, const char *path, verdict v)
+{
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
+    switch (v) {
+    case VERDICT_REDIRECT:
+        return redirect(r, br, conf, sconf, path);
+    case VERDICT_DENY:
+        return HTTP_FORBIDDEN;
+    case VERDICT_PASS:
+    case VERDICT_RANGE:
+        strip_token(r, conf);
+        /* The tokenized response is for this reader alone: a shared cache
+         * that kept it would serve it inline to the next one. */
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+        add_watch(r, WATCH_PASS);
+        return DECLINED;
+    case VERDICT_FALLBACK:
+        strip_token(r, conf);
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+        add_watch(r, WATCH_FALLBACK);
+        return DECLINED;
+    }
+    return DECLINED;
+}
+
+static int pdftoken_fixup(request_rec *r)
+{
+    dir_conf *conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
+    srv_conf *sconf;
+    request_rec *br;
+    req_state *state;
+    const char *path;
+
+    /* Section 2: which requests are protected. */
+    if (conf->protect != 1 || r->main) {
+        return DECLINED;
+    }
+    if (is_error_document(r)) {
+        add_watch(r, WATCH_UNJUDGED);
+        return DECLINED;
+    }
+    br = browser_request(r);
+    state = ap_get_module_config(br->request_config, &pdftoken_module);
+    if (!state
+        && ((r->method_number != M_GET) /* HEAD is M_GET too */
+            || !(is_protected_type(conf, r->content_type)
+                 || ends_in_pdf(r->uri)))) {
+        add_watch(r, WATCH_UNJUDGED);
+        return DECLINED;
+    }
+    sconf = ap_get_module_config(r->server->module_config, &pdftoken_module);
+    path = document_path(br);
+    if (!path || sconf->nkeys < 1) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, PDFTOKEN_LOGNO(00010) "%s",
+                      path ? "no key" : "cannot decode the URL path");
+        return path ? HTTP_INTERNAL_SERVER_ERROR : HTTP_BAD_REQUEST;
+    }
+    /* Section 4: judge once per browser request; internal redirects that
+     * follow inherit the verdict. */
+    if (!state) {
+        state = apr_palloc(br->pool, sizeof(*state));
+        state->v = judge(r, br, conf, sconf, path);
+        ap_set_module_config(br->request_config, &pdftoken_module, state);
+    }
+    return apply(r, br, conf, sconf, path, state->v);
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+/*
+ * Servers without PdfTokenSecretFile share one random key, made here in
+ * the parent so that every child of every MPM inherits the same one.  A
+ * restart makes a new one, which ends the tokens in flight: acceptable for
+ * a 10 s token, and the reason clusters use a secret file.
+ */
+static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                apr_pool_t *ptemp, server_rec *s)
+{
+    pdftoken_key *key = NULL;
+    pdftoken_status st;
+
+    (void)plog;
+    (void)ptemp;
+    /* The first pass only checks the configuration. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    for (; s; s = s->next) {
+        srv_conf *sconf =
+            ap_get_module_config(s->module_config, &pdftoken_module);
+        if (sconf->nkeys) {
+            continue;
+        }
+        if (!key) {
+            key = apr_pcalloc(pconf, sizeof(*key));
+            st = pdftoken_key_generate(key);
+            if (st != PDFTOKEN_OK) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                             PDFTOKEN_LOGNO(00011) "cannot make a random "
+                                                   "secret: %s",
+                             pdftoken_status_str(st));
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            apr_pool_cleanup_register(pconf, key, wipe_key,
+                                      apr_pool_cleanup_null);
+        }
+        sconf->keys = key;
+        sconf->nkeys = 1;
+    }
+    return OK;
+}
+
+static void register_hooks(apr_pool_t *p)
+{
+    /* After mod_dir, whose DirectoryIndex turns a directory request into
+     * the PDF; before mod_proxy, whose fixup copies r->args into the back
+     * end's URL and must see the query without the token. */
+    static const char *const pre[] = {"mod_dir.c", NULL};
+    static const char *const succ[] = {"mod_proxy.c", NULL};
+
+    (void)p;
+    /* The random default key, made once in the parent. */
+    ap_hook_post_config(pdftoken_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* The decision: the content type is known, the handler has not run. */
+    ap_hook_fixups(pdftoken_fixup, pre, succ, APR_HOOK_LAST);
+    /* Late in the content chain, when the response's own headers are set,
+     * still before the headers are sent. */
+    ap_register_output_filter(FILTER_NAME, watch_filter, NULL,
+                              AP_FTYPE_CONTENT_SET + 9);
+}
+
+AP_DECLARE_MODULE(pdftoken) = {
+    STANDARD20_MODULE_STUFF,
+    create_dir_conf,    /* create per-directory config structure */
+    merge_dir_conf,     /* merge per-directory config structures */
+    create_srv_conf,    /* create per-server config structure */
+    merge_srv_conf,     /* merge per-server config structures */
+    pdftoken_cmds,      /* command table */
+    register_hooks,     /* register hooks */
+    AP_MODULE_FLAG_NONE /* flags */
+};

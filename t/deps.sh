@@ -1,0 +1,44 @@
+#!/bin/sh
+# Install the Debian packages that a group of make targets needs.
+# Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench)
+# As root, missing packages are installed with apt-get; otherwise the exact
+# command is printed and the script fails, so nothing half-runs.
+set -eu
+
+pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
+pkgs_unit="check python3"
+pkgs_fuzz="clang libclang-rt-dev"
+pkgs_integration="apache2 python3 python3-pytest curl openssl"
+pkgs_bench="wrk valgrind"
+
+want=""
+for group in "$@"; do
+    eval "list=\${pkgs_$group:-}"
+    if [ -z "$list" ]; then
+        echo "t/deps.sh: unknown group '$group'" >&2
+        exit 2
+    fi
+    want="$want $list"
+done
+
+missing=""
+for p in $want; do
+    case " $missing " in *" $p "*) continue ;; esac
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
+            | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "Missing Debian packages:$missing" >&2
+    echo "Install them as root with:" >&2
+    echo "  apt-get update && apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "Installing missing Debian packages:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing
