@@ -372,6 +372,9 @@ size_t pdftoken_query_find(const char *args, size_t len, const char *name,
 {
     size_t start = 0, count = 0;
 
+    if (args == NULL) {
+        return 0;
+    }
     while (start <= len) {
         const char *amp = memchr(args + start, '&', len - start);
         size_t end = amp ? (size_t)(amp - args) : len;
@@ -398,6 +401,10 @@ size_t pdftoken_query_strip(const char *args, size_t len, const char *name,
     size_t start = 0, o = 0;
     int kept = 0;
 
+    if (args == NULL) {
+        out[0] = '\0';
+        return 0;
+    }
     while (start <= len) {
         const char *amp = memchr(args + start, '&', len - start);
         size_t end = amp ? (size_t)(amp - args) : len;
@@ -426,40 +433,43 @@ static int is_cookie_space(char c)
     return c == ' ' || c == '\t';
 }
 
+/* Trim spaces and tabs from both ends of s[*b..*e). */
+static void trim_cookie_space(const char *s, size_t *b, size_t *e)
+{
+    while (*b < *e && is_cookie_space(s[*b])) {
+        (*b)++;
+    }
+    while (*e > *b && is_cookie_space(s[*e - 1])) {
+        (*e)--;
+    }
+}
+
 int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen)
 {
-    size_t i = 0;
+    size_t start = 0;
     int found = 0;
 
-    while (i < len) {
-        size_t ns, ne, vs, ve;
+    while (start < len) {
+        size_t end = start, eq, ns, ne, vs, ve;
 
-        /* One pair runs to the next ';' or ','.  RFC 6265 values may hold
+        /* One pair runs to the next ';' or ','.  RFC 6265 values hold
          * neither, and ',' is what joins repeated Cookie header lines. */
-        for (ns = i; ns < len && header[ns] != ';' && header[ns] != ','; ns++) {
+        while (end < len && header[end] != ';' && header[end] != ',') {
+            end++;
         }
-        ve = ns;
-        ns = i;
-        i = ve + 1;
-        while (ns < ve && is_cookie_space(header[ns])) {
-            ns++;
+        for (eq = start; eq < end && header[eq] != '='; eq++) {
         }
-        for (ne = ns; ne < ve && header[ne] != '='; ne++) {
-        }
-        if (ne == ve) {
+        ns = start;
+        ne = eq;
+        vs = eq + 1;
+        ve = end;
+        start = end + 1;
+        if (eq == end) {
             continue; /* no '=': not a cookie */
         }
-        vs = ne + 1;
-        while (ne > ns && is_cookie_space(header[ne - 1])) {
-            ne--;
-        }
-        while (vs < ve && is_cookie_space(header[vs])) {
-            vs++;
-        }
-        while (ve > vs && is_cookie_space(header[ve - 1])) {
-            ve--;
-        }
+        trim_cookie_space(header, &ns, &ne);
+        trim_cookie_space(header, &vs, &ve);
         if (ve - vs >= 2 && header[vs] == '"' && header[ve - 1] == '"') {
             vs++;
             ve--;

@@ -167,6 +167,8 @@ pdftoken_status pdftoken_verify(const pdftoken_key *keys, size_t nkeys,
  * Query strings, as raw bytes (no percent-decoding: a token never needs
  * escaping, so an escaped one is simply malformed).
  *
+ * args may be NULL (no query).
+ *
  * pdftoken_query_find: look for parameters whose name is exactly
  * name[0..namelen) ("name" alone, without '=', counts, with an empty
  * value).  Returns how many there are; when at least one, *val and *vallen
