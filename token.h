@@ -84,7 +84,7 @@ typedef enum {
 /*
  * A prepared HMAC-SHA256 key.  The key's inner and outer pads are computed
  * once, when the key is initialised; every MAC afterwards duplicates that
- * state, which costs about a quarter of a one-shot HMAC().  A key is only
+ * state, which costs about half a one-shot HMAC() (a quarter of its instructions).  A key is only
  * read after initialisation, so one key may be used by many threads.
  */
 typedef struct pdftoken_key {
