@@ -454,22 +454,15 @@ static char *pct_encode(apr_pool_t *p, const char *s, size_t len,
 /* RFC 5987 attr-char, for filename* in Content-Disposition. */
 #define FILENAME_KEEP "!#$&+-.^_`|~"
 
-/* The decoded path the browser asked for: what a token is bound to.  It
- * is recomputed from the request line because mod_dir and MultiViews
- * rewrite r->uri in place. */
-static const char *document_path(request_rec *br)
+/*
+ * The decoded path the browser asked for: what a token is bound to.
+ * httpd decodes r->uri in place and r->parsed_uri.path is the same string,
+ * so this is the browser's path even after mod_dir or MultiViews have
+ * pointed r->uri at another file.
+ */
+static const char *document_path(const request_rec *br)
 {
-    char *path;
-
-    if (!br->parsed_uri.path) {
-        return NULL;
-    }
-    path = apr_pstrdup(br->pool, br->parsed_uri.path);
-    /* Keep %2F escaped: that is how httpd itself sees such a path. */
-    if (ap_unescape_url_keep2f(path, 0) != OK) {
-        return NULL;
-    }
-    return path;
+    return br->parsed_uri.path;
 }
 
 /* ---- the fallback: a forced download ------------------------------------ */
@@ -508,7 +501,11 @@ static void force_download(request_rec *r)
     /* octet-stream plus nosniff: no browser renders it inline, so no PDF
      * viewer ever sees the URL's fragment. */
     ap_set_content_type(r, "application/octet-stream");
+    /* A CGI script's own headers land in err_headers_out: an "inline" of
+     * its own must not survive beside ours. */
+    apr_table_unset(r->err_headers_out, "Content-Disposition");
     apr_table_setn(r->headers_out, "Content-Disposition", attachment_header(r));
+    apr_table_unset(r->headers_out, "X-Content-Type-Options");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
 }
 
@@ -770,10 +767,9 @@ static int pdftoken_fixup(request_rec *r)
     }
     sconf = ap_get_module_config(r->server->module_config, &pdftoken_module);
     path = document_path(br);
-    if (!path || sconf->nkeys < 1) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, PDFTOKEN_LOGNO(00010) "%s",
-                      path ? "no key" : "cannot decode the URL path");
-        return path ? HTTP_INTERNAL_SERVER_ERROR : HTTP_BAD_REQUEST;
+    if (!path) {
+        /* Only "OPTIONS *" lacks a path, and it is no GET. */
+        return HTTP_BAD_REQUEST;
     }
     /* Section 4: judge once per browser request; internal redirects that
      * follow inherit the verdict. */

@@ -84,8 +84,9 @@ typedef enum {
 /*
  * A prepared HMAC-SHA256 key.  The key's inner and outer pads are computed
  * once, when the key is initialised; every MAC afterwards duplicates that
- * state, which costs about half a one-shot HMAC() (a quarter of its instructions).  A key is only
- * read after initialisation, so one key may be used by many threads.
+ * state, which takes about half the time of a one-shot HMAC() (a quarter
+ * of its instructions).  A key is only read after initialisation, so one
+ * key may be used by many threads.
  */
 typedef struct pdftoken_key {
     void *mac; /* EVP_MAC_CTX *, opaque to callers */
