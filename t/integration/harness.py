@@ -1,0 +1,749 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Run a real Apache httpd with mod_pdftoken and talk HTTP to it.
+
+Httpd writes a self-contained configuration (never /etc/apache2) into its
+own directory, starts Debian's /usr/sbin/apache2 in the foreground on a
+free 127.0.0.1 port, and stops it with SIGTERM.  Requests go over raw
+sockets so that the tests control, and see, every header byte.
+
+Configuration bodies use @NAME@ placeholders instead of str.format braces,
+because httpd configuration is full of % and {}:
+
+    @ROOT@     the server's directory        @DOCROOT@  @ROOT@/htdocs
+    @PORT@     the listening port            @MODULE@   mod_pdftoken.so
+    @SECRET@   @ROOT@/secret (random, made at construction)
+"""
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.parse
+from pathlib import Path
+
+import pdftoken_ref
+from samplepdf import make_pdf
+
+APACHE = "/usr/sbin/apache2"
+MODULES_DIR = "/usr/lib/apache2/modules"
+REPO = Path(__file__).resolve().parents[2]
+MODULE = os.environ.get("PDFTOKEN_MODULE",
+                        str(REPO / ".libs" / "mod_pdftoken.so"))
+MPM = os.environ.get("PDFTOKEN_MPM", "event")
+
+# Error-log lines that mean a child died or memory was corrupted.
+FATAL_LOG_PATTERNS = ("exit signal", "AH00052", "AH00060",
+                      "Segmentation fault", "double free", "corrupted",
+                      "stack smashing")
+
+# Modules every server loads (names without the mod_ prefix).
+BASE_MODULES = ("authz_core", "mime", "dir", "alias", "headers", "env",
+                "setenvif")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def module_path():
+    if not os.path.exists(MODULE):
+        raise AssertionError(
+            "mod_pdftoken is not built: %s does not exist (run make, or set "
+            "PDFTOKEN_MODULE)" % MODULE)
+    return MODULE
+
+
+def cgi_module():
+    """mod_cgid under the threaded event MPM, mod_cgi under prefork."""
+    return "cgi" if MPM == "prefork" else "cgid"
+
+
+def mpm_block():
+    if MPM == "prefork":
+        return ("LoadModule mpm_prefork_module %s/mod_mpm_prefork.so\n"
+                "StartServers 3\nMinSpareServers 2\nMaxSpareServers 6\n"
+                "MaxRequestWorkers 30\n" % MODULES_DIR)
+    if MPM == "event":
+        return ("LoadModule mpm_event_module %s/mod_mpm_event.so\n"
+                "StartServers 2\nServerLimit 4\nThreadsPerChild 10\n"
+                "MaxRequestWorkers 40\nMinSpareThreads 5\n"
+                "MaxSpareThreads 30\n" % MODULES_DIR)
+    raise AssertionError("PDFTOKEN_MPM must be event or prefork, not %r"
+                         % MPM)
+
+
+# ---------------------------------------------------------------- HTTP
+
+class Response:
+    """One HTTP response: status, headers in order (duplicates kept), body."""
+
+    def __init__(self, request_head, raw, method):
+        self.request_head = request_head
+        self.raw = raw
+        self.http09 = False
+        if not raw.startswith(b"HTTP/"):
+            # httpd answers a request line without a version (which is how
+            # it reads a request line cut short by a raw CR LF) the HTTP/0.9
+            # way: the body alone, no status line, no headers.
+            self.http09 = True
+            self.status, self.reason, self.headers = 0, "", []
+            self.raw_head, self.rest, self.body = b"", raw, raw
+            return
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        if not sep:
+            raise AssertionError("no end of headers in response to %r: %r"
+                                 % (request_head, raw[:500]))
+        self.raw_head = head
+        lines = head.split(b"\r\n")
+        m = re.match(rb"HTTP/1\.[01] (\d{3})(?: (.*))?$", lines[0])
+        if not m:
+            raise AssertionError("bad status line %r" % lines[0])
+        self.status = int(m.group(1))
+        self.reason = (m.group(2) or b"").decode("latin-1")
+        self.headers = []
+        for line in lines[1:]:
+            name, colon, value = line.partition(b":")
+            if not colon or name != name.strip() or not name:
+                raise AssertionError("malformed header line %r" % line)
+            self.headers.append((name.decode("latin-1"),
+                                 value.strip(b" \t").decode("latin-1")))
+        self.rest = rest
+        if method == "HEAD" or self.status in (204, 304) \
+                or 100 <= self.status < 200:
+            self.body = b""
+        elif "chunked" in (self.get("Transfer-Encoding") or "").lower():
+            self.body = _dechunk(rest)
+        elif self.get("Content-Length") is not None:
+            n = int(self.get("Content-Length"))
+            if len(rest) != n:
+                raise AssertionError("Content-Length %d but %d body bytes"
+                                     % (n, len(rest)))
+            self.body = rest
+        else:
+            self.body = rest
+        for name in ("Location", "Set-Cookie"):
+            for value in self.get_all(name):
+                for t in re.findall(r"[A-Za-z0-9_-]{60,}", value):
+                    pdftoken_ref.remember(t)
+
+    def get_all(self, name):
+        return [v for n, v in self.headers if n.lower() == name.lower()]
+
+    def get(self, name):
+        """The single value of header `name`, None if absent.
+
+        Fails when the header appears more than once, so that a duplicate
+        header is never silently ignored.
+        """
+        values = self.get_all(name)
+        if len(values) > 1:
+            raise AssertionError("header %s appears %d times: %r"
+                                 % (name, len(values), values))
+        return values[0] if values else None
+
+    def __repr__(self):
+        line = self.request_head.split(b"\r\n")[0]
+        if len(line) > 300:
+            line = line[:200] + b"...(%d bytes)..." % len(line) + line[-60:]
+        head = self.raw_head.decode("latin-1")
+        if len(head) > 3000:
+            head = head[:3000] + "..."
+        return "<Response %d to %r>\n%s" % (self.status, line, head)
+
+    # -- what the module produces
+
+    def set_cookies(self):
+        return [parse_set_cookie(v) for v in self.get_all("Set-Cookie")]
+
+    def location_target(self):
+        """Path and query of Location, without scheme, host or fragment."""
+        loc = self.get("Location")
+        assert loc is not None, "no Location in %r" % self
+        parts = urllib.parse.urlsplit(loc)
+        return parts.path + ("?" + parts.query if parts.query else "")
+
+    def location_query_values(self, name="pdftoken"):
+        loc = self.get("Location")
+        assert loc is not None, "no Location in %r" % self
+        return query_values(urllib.parse.urlsplit(loc).query, name)
+
+    def location_token(self, name="pdftoken"):
+        values = self.location_query_values(name)
+        assert len(values) == 1, \
+            "expected one %s parameter in Location %r" % (
+                name, self.get("Location"))
+        return values[0]
+
+
+def _dechunk(data):
+    out = bytearray()
+    while True:
+        line, sep, data = data.partition(b"\r\n")
+        if not sep:
+            raise AssertionError("truncated chunked body")
+        size = int(line.split(b";")[0], 16)
+        if size == 0:
+            return bytes(out)
+        out += data[:size]
+        if data[size:size + 2] != b"\r\n":
+            raise AssertionError("bad chunk terminator")
+        data = data[size + 2:]
+
+
+def query_values(query, name):
+    """Raw values of every parameter called `name` in a query string."""
+    values = []
+    for part in query.split("&"):
+        key, eq, value = part.partition("=")
+        if key == name:
+            values.append(value)
+    return values
+
+
+def parse_set_cookie(value):
+    """(name, value, [(attribute-lowercase, value-or-None), ...])."""
+    parts = value.split(";")
+    name, eq, val = parts[0].strip().partition("=")
+    assert eq, "Set-Cookie without '=': %r" % value
+    attrs = []
+    for part in parts[1:]:
+        key, eq, v = part.strip().partition("=")
+        attrs.append((key.strip().lower(), v.strip() if eq else None))
+    return name.strip(), val.strip(), attrs
+
+
+def raw_request(port, data, tls=False, timeout=20):
+    """Send `data` as the whole request, byte for byte; return the Response."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            sock = ctx.wrap_socket(sock, server_hostname="localhost")
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        sock.close()
+    method = data.split(b" ", 1)[0].decode("latin-1")
+    return Response(data, b"".join(chunks), method)
+
+
+def _to_bytes(value):
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("latin-1")
+
+
+def http_request(port, method="GET", target="/", headers=(), body=b"",
+                 host=None, tls=False, timeout=20, add_content_length=None):
+    """Send one request (Connection: close) and return its Response.
+
+    target and header values may be bytes, so that a test can put any byte
+    on the wire.  `headers` is a list of (name, value) pairs; a Host header
+    is added unless one is given.
+    """
+    headers = list(headers)
+    if not any(_to_bytes(n).lower() == b"host" for n, _ in headers):
+        headers.insert(0, ("Host", host or "127.0.0.1:%d" % port))
+    if add_content_length is None:
+        add_content_length = bool(body) or method == "POST"
+    if add_content_length:
+        headers.append(("Content-Length", str(len(body))))
+    headers.append(("Connection", "close"))
+    head = _to_bytes(method) + b" " + _to_bytes(target) + b" HTTP/1.1\r\n"
+    for n, v in headers:
+        head += _to_bytes(n) + b": " + _to_bytes(v) + b"\r\n"
+    head += b"\r\n"
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            sock = ctx.wrap_socket(sock, server_hostname="localhost")
+        sock.sendall(head + body)
+        chunks = []
+        while True:
+            try:
+                data = sock.recv(65536)
+            except ssl.SSLError as e:
+                if chunks and "EOF" in str(e):
+                    break
+                raise
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        sock.close()
+    return Response(head, b"".join(chunks), _to_bytes(method).decode(
+        "latin-1"))
+
+
+# --------------------------------------------------------------- httpd
+
+class Httpd:
+    """One Apache httpd instance with its own directory tree."""
+
+    def __init__(self, root, tls=False, modules=(), secret_directive=True):
+        self.root = Path(root)
+        self.docroot = self.root / "htdocs"
+        self.tls = tls
+        self.scheme = "https" if tls else "http"
+        self.port = free_port()
+        self.extra_modules = list(modules)
+        self.secret_directive = secret_directive
+        self.proc = None
+        self.conf = self.root / "httpd.conf"
+        self.error_log = self.root / "logs" / "error.log"
+        self.access_log = self.root / "logs" / "access.log"
+        self.stderr_log = self.root / "logs" / "stderr.log"
+        for d in (self.root, self.docroot, self.root / "logs",
+                  self.root / "run"):
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)
+        self.secret_path = self.root / "secret"
+        self.write_secret(self.secret_path, secrets.token_hex(32) + "\n")
+        self.body = ""
+        if tls:
+            self._make_certificate()
+
+    # -- files
+
+    def write(self, rel, data, mode=0o644, base=None):
+        """Write a file below the docroot (or `base`), dirs made 0755."""
+        base = Path(base) if base else self.docroot
+        path = base / rel
+        self._mkdirs(path.parent)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path.write_bytes(data)
+        path.chmod(mode)
+        return path
+
+    def write_pdf(self, rel, label=None, pages=3, base=None):
+        data = make_pdf(label or str(rel), pages=pages)
+        self.write(rel, data, base=base)
+        return data
+
+    def _mkdirs(self, d):
+        d = Path(d)
+        missing = []
+        while not d.exists():
+            missing.append(d)
+            d = d.parent
+        for m in reversed(missing):
+            m.mkdir()
+            m.chmod(0o755)
+
+    def write_secret(self, path, content):
+        path = Path(path)
+        self._mkdirs(path.parent)
+        path.write_bytes(_to_bytes(content) if isinstance(content, str)
+                         else content)
+        path.chmod(0o644)
+        return path
+
+    @property
+    def secret(self):
+        return pdftoken_ref.read_secret(self.secret_path)
+
+    def _make_certificate(self):
+        self.cert = self.root / "cert.pem"
+        self.key = self.root / "key.pem"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+             "-keyout", str(self.key), "-out", str(self.cert),
+             "-days", "2", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1"],
+            check=True, capture_output=True)
+        self.key.chmod(0o600)
+
+    # -- configuration
+
+    def substitute(self, text):
+        return (text.replace("@DOCROOT@", str(self.docroot))
+                .replace("@ROOT@", str(self.root))
+                .replace("@PORT@", str(self.port))
+                .replace("@MODULE@", MODULE)
+                .replace("@SECRET@", str(self.secret_path)))
+
+    def base_config(self):
+        mods = list(BASE_MODULES) + [m for m in self.extra_modules
+                                     if m not in BASE_MODULES]
+        if self.tls:
+            mods += [m for m in ("socache_shmcb", "ssl") if m not in mods]
+        lines = [
+            'ServerRoot "@ROOT@"',
+            'DefaultRuntimeDir "@ROOT@/run"',
+            'PidFile "@ROOT@/run/httpd.pid"',
+            'Mutex file:@ROOT@/run default',
+            'Listen 127.0.0.1:@PORT@' + (" https" if self.tls else ""),
+            'ServerName 127.0.0.1:@PORT@',
+            'ErrorLog "@ROOT@/logs/error.log"',
+            'LogFormat "%{X-Test-Id}i %>s %{PDFTOKEN}e" pdftoken',
+            'CustomLog "@ROOT@/logs/access.log" pdftoken',
+            'Timeout 30',
+            'KeepAlive Off',
+            mpm_block(),
+        ]
+        if os.geteuid() == 0:
+            lines += ["User www-data", "Group www-data"]
+        for m in mods:
+            lines.append("LoadModule %s_module %s/mod_%s.so"
+                         % (m, MODULES_DIR, m))
+        if "cgid" in mods:
+            lines.append('ScriptSock "@ROOT@/run/cgid.sock"')
+        lines += [
+            "LoadModule pdftoken_module @MODULE@",
+            # pdftoken:debug: the module says why at info/debug, and its
+            # messages must still never carry a token.  (After LoadModule:
+            # a per-module level needs the module loaded.)
+            "LogLevel notice pdftoken:debug",
+            "TypesConfig /etc/mime.types",
+            "AddType application/pdf .pdf",
+            "AddType text/html .html",
+            "AddType text/plain .txt",
+            'DocumentRoot "@DOCROOT@"',
+            "<Directory />",
+            "    AllowOverride None",
+            "    Require all denied",
+            "</Directory>",
+            '<Directory "@ROOT@">',
+            "    Options FollowSymLinks",
+            "    AllowOverride None",
+            "    Require all granted",
+            "</Directory>",
+        ]
+        if self.tls:
+            lines += ["SSLEngine on",
+                      'SSLCertificateFile "%s"' % self.cert,
+                      'SSLCertificateKeyFile "%s"' % self.key,
+                      'SSLSessionCache "shmcb:@ROOT@/run/ssl_scache(512000)"']
+        if self.secret_directive:
+            lines.append('PdfTokenSecretFile "@SECRET@"')
+        return "\n".join(lines) + "\n"
+
+    def configure(self, body="", base=True):
+        """Write httpd.conf: the base configuration, then `body`."""
+        self.body = body
+        text = (self.base_config() if base else "") + body + "\n"
+        self.conf.write_text(self.substitute(text))
+        self.conf.chmod(0o644)
+        return self.conf
+
+    def configtest(self):
+        """Run `apache2 -t`; return (exit status, stdout + stderr)."""
+        p = subprocess.run([APACHE, "-t", "-f", str(self.conf)],
+                           capture_output=True, timeout=60)
+        return p.returncode, (p.stdout + p.stderr).decode("latin-1")
+
+    # -- process
+
+    def start(self, expect_failure=False, timeout=30):
+        module_path()
+        if not self.conf.exists():
+            self.configure()
+        self._starts = self._count_starts()
+        stderr = open(self.stderr_log, "ab")
+        self.proc = subprocess.Popen(
+            [APACHE, "-f", str(self.conf), "-DFOREGROUND"],
+            stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+            start_new_session=True, cwd=str(self.root))
+        stderr.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self.proc = None
+                if expect_failure:
+                    return rc
+                raise AssertionError(
+                    "httpd exited with status %d at start-up:\n%s"
+                    % (rc, self.logs_text()))
+            if self._count_starts() > self._starts and self._answers():
+                if expect_failure:
+                    raise AssertionError("httpd started although it "
+                                         "should have refused to")
+                return 0
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError("httpd did not come up in %ds:\n%s"
+                             % (timeout, self.logs_text()))
+
+    def _answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port),
+                                          timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def _count_starts(self):
+        # AH00489/AH00094: "... configured -- resuming normal operations"
+        return self.error_text().count("resuming normal operations")
+
+    def restart(self, graceful=False, timeout=30):
+        """SIGHUP (or SIGUSR1) the parent and wait for it to come back."""
+        assert self.proc is not None
+        before = self._count_starts()
+        self.proc.send_signal(signal.SIGUSR1 if graceful else signal.SIGHUP)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.proc.poll() is None, \
+                "httpd died on restart:\n" + self.logs_text()
+            if self._count_starts() > before and self._answers():
+                time.sleep(0.3)
+                return
+            time.sleep(0.05)
+        raise AssertionError("httpd did not restart:\n" + self.logs_text())
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+                raise AssertionError("httpd ignored SIGTERM for 30s")
+
+    # -- logs
+
+    def error_text(self):
+        try:
+            return self.error_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            return ""
+
+    def logs_text(self):
+        out = self.error_text()
+        try:
+            out += self.stderr_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            pass
+        return out[-6000:]
+
+    def log_problems(self):
+        """What is wrong with this server's error log (empty list if ok)."""
+        text = self.error_text()
+        try:
+            text += self.stderr_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            pass
+        problems = []
+        for pattern in FATAL_LOG_PATTERNS:
+            for line in text.splitlines():
+                if pattern in line:
+                    problems.append("%s: %s" % (pattern, line))
+        for token in sorted(pdftoken_ref.SEEN_TOKENS):
+            if token in text:
+                problems.append("issued/minted token %s... appears in the "
+                                "error log" % token[:12])
+        return problems
+
+    def error_log_size(self):
+        try:
+            return self.error_log.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def error_log_since(self, offset, settle=0.2):
+        time.sleep(settle)
+        with open(self.error_log, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("latin-1")
+
+    def access_log_entry(self, test_id, timeout=5):
+        """(status, PDFTOKEN) logged for the request with X-Test-Id."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                lines = self.access_log.read_text("latin-1").splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines:
+                fields = line.split(" ")
+                if fields[0] == test_id:
+                    return fields[1], fields[2]
+            time.sleep(0.05)
+        raise AssertionError("no access log line for %s" % test_id)
+
+    # -- requests
+
+    def url(self, target):
+        return "%s://127.0.0.1:%d%s" % (self.scheme, self.port, target)
+
+    def request(self, method, target, headers=(), cookies=None, body=b"",
+                host=None, **kw):
+        headers = list(headers)
+        if cookies:
+            headers.append(("Cookie", "; ".join(cookies)))
+        return http_request(self.port, method, target, headers=headers,
+                            body=body, host=host, tls=self.tls, **kw)
+
+    def get(self, target, **kw):
+        return self.request("GET", target, **kw)
+
+    def raw(self, data):
+        return raw_request(self.port, data, tls=self.tls)
+
+    def head(self, target, **kw):
+        return self.request("HEAD", target, **kw)
+
+    def first_visit(self, target, name="pdftoken", **kw):
+        """GET without a token: returns (response, token, cookie pair)."""
+        r = self.get(target, **kw)
+        assert r.status == 302, r
+        token = r.location_token(name)
+        cookie = None
+        prefix = "%s_" % name
+        for cname, cval, _ in r.set_cookies():
+            if cname.startswith(prefix) and cval == token:
+                cookie = "%s=%s" % (cname, cval)
+        assert cookie, "no cookie for the token in %r" % r
+        return r, token, cookie
+
+    def view(self, target, name="pdftoken", **kw):
+        """A browser's whole visit: redirect, then follow with the cookie."""
+        r, token, cookie = self.first_visit(target, name=name, **kw)
+        return self.get(r.location_target(), cookies=[cookie], **kw)
+
+
+class ServerPool:
+    """Makes Httpd instances under one directory and stops them all."""
+
+    def __init__(self, base):
+        self.base = Path(base)
+        self.servers = []
+
+    def make(self, name="httpd", **kw):
+        root = self.base / ("%s-%d" % (name, len(self.servers)))
+        server = Httpd(root, **kw)
+        self.servers.append(server)
+        return server
+
+    def close(self):
+        problems = []
+        for s in self.servers:
+            try:
+                s.stop()
+            except AssertionError as e:
+                problems.append("%s: %s" % (s.root, e))
+            problems += ["%s: %s" % (s.root.name, p) for p in s.log_problems()]
+        self.servers = []
+        return problems
+
+
+def make_workdir():
+    """A directory under /tmp that the www-data children can read."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="pdftoken-it-", dir="/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+def remove_workdir(d):
+    if os.environ.get("PDFTOKEN_KEEP_TMP"):
+        return
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------- Content-Disposition
+
+# RFC 8187 value-chars: attr-char or a percent escape.
+EXT_VALUE_CHARS = r"(?:[A-Za-z0-9!#$&+.^_`|~-]|%[0-9A-Fa-f]{2})*"
+
+
+def parse_content_disposition(value):
+    """(disposition-type, {param-lowercase: value}) per RFC 6266.
+
+    Quoted strings are unescaped; `filename*` is decoded from its RFC 8187
+    ext-value into a str.  Fails on syntax a browser would not accept.
+    """
+    pos = 0
+    n = len(value)
+
+    def skip_ws():
+        nonlocal pos
+        while pos < n and value[pos] in " \t":
+            pos += 1
+
+    def token():
+        nonlocal pos
+        start = pos
+        while pos < n and value[pos] not in ' \t;=",':
+            pos += 1
+        return value[start:pos]
+
+    skip_ws()
+    dtype = token().lower()
+    assert dtype, "no disposition type in %r" % value
+    params = {}
+    while True:
+        skip_ws()
+        if pos >= n:
+            break
+        assert value[pos] == ";", "expected ';' at %d in %r" % (pos, value)
+        pos += 1
+        skip_ws()
+        name = token().lower()
+        assert name, "empty parameter name in %r" % value
+        skip_ws()
+        assert pos < n and value[pos] == "=", \
+            "parameter %s without value in %r" % (name, value)
+        pos += 1
+        skip_ws()
+        if pos < n and value[pos] == '"':
+            pos += 1
+            out = []
+            while True:
+                assert pos < n, "unterminated quoted string in %r" % value
+                c = value[pos]
+                if c == "\\":
+                    out.append(value[pos + 1])
+                    pos += 2
+                elif c == '"':
+                    pos += 1
+                    break
+                else:
+                    out.append(c)
+                    pos += 1
+            v = "".join(out)
+        else:
+            v = token()
+        assert name not in params, "parameter %s twice in %r" % (name, value)
+        if name.endswith("*"):
+            charset, _, rest = v.partition("'")
+            _lang, _, encoded = rest.partition("'")
+            assert charset.lower() == "utf-8", "charset %r" % charset
+            assert re.fullmatch(EXT_VALUE_CHARS, encoded), \
+                "bad ext-value %r" % v
+            v = urllib.parse.unquote(encoded, encoding="utf-8",
+                                     errors="strict")
+        params[name] = v
+    return dtype, params
+
+
+def download_name(value):
+    """The file name a browser would save under: filename* wins."""
+    _, params = parse_content_disposition(value)
+    return params.get("filename*", params.get("filename"))

@@ -1,0 +1,50 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""HTTPS through mod_ssl, with a certificate made at test time:
+`Secure` on the cookie, an `https://` Location."""
+
+import pytest
+
+from checks import assert_attachment, assert_inline, assert_redirect
+
+CONFIG = r"""
+<Directory "@DOCROOT@/prot">
+    PdfTokenProtect On
+</Directory>
+"""
+
+
+@pytest.fixture(scope="module")
+def srv(pool):
+    s = pool.make("https", tls=True)
+    s.files = {"doc": s.write_pdf("prot/doc.pdf", "tls")}
+    s.configure(CONFIG)
+    s.start()
+    return s
+
+
+def test_https_redirect_location_is_https(srv):
+    r = srv.get("/prot/doc.pdf?a=1")
+    token = r.location_token()
+    assert r.get("Location") == "https://127.0.0.1:%d/prot/doc.pdf?a=1&" \
+        "pdftoken=%s#" % (srv.port, token)
+
+
+def test_https_cookie_is_secure(srv):
+    r = srv.get("/prot/doc.pdf")
+    assert_redirect(srv, r, "/prot/doc.pdf", secure=True, secret=srv.secret)
+    [(name, value, attrs)] = r.set_cookies()
+    assert ("secure", None) in attrs
+
+
+def test_https_follow_up_is_inline(srv):
+    r = srv.get("/prot/doc.pdf")
+    token, cookie = assert_redirect(srv, r, "/prot/doc.pdf", secure=True)
+    assert_inline(srv.get(r.location_target(), cookies=[cookie]),
+                  srv.files["doc"])
+
+
+def test_https_fallback_without_cookie_is_attachment(srv):
+    r = srv.get("/prot/doc.pdf")
+    token, _ = assert_redirect(srv, r, "/prot/doc.pdf", secure=True)
+    assert_attachment(srv.get("/prot/doc.pdf?pdftoken=" + token),
+                      srv.files["doc"], filename="doc.pdf")

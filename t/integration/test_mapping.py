@@ -1,0 +1,254 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""SPEC section 2: which requests are PDFs, whatever maps the URL to them.
+
+.htaccess, ForceType, upper-case suffixes, DirectoryIndex, mod_rewrite (at
+server level and per directory), Alias, MultiViews, subrequests and error
+documents.  The token is bound to the URL path the browser asked for.
+"""
+
+import pytest
+
+import pdftoken_ref as ref
+from checks import (assert_attachment, assert_inline, assert_redirect,
+                    assert_untouched)
+
+CONFIG = r"""
+<Directory "@DOCROOT@/ht">
+    AllowOverride All
+</Directory>
+<Directory "@DOCROOT@/htconf">
+    AllowOverride All
+    PdfTokenProtect On
+    PdfTokenTimeout 20
+</Directory>
+
+<Directory "@DOCROOT@/prot">
+    PdfTokenProtect On
+    <Files "report">
+        ForceType application/pdf
+    </Files>
+    <Files "plain.PDF">
+        ForceType text/plain
+    </Files>
+    <Files "page.shtml">
+        Options +Includes
+        SetOutputFilter INCLUDES
+    </Files>
+</Directory>
+
+<Directory "@DOCROOT@/dir">
+    PdfTokenProtect On
+    DirectoryIndex index.pdf
+</Directory>
+
+RewriteEngine On
+RewriteRule "^/pretty$" "/prot/doc.pdf" [PT]
+<Directory "@DOCROOT@/rw">
+    PdfTokenProtect On
+    RewriteEngine On
+    RewriteRule "^pretty$" "doc.pdf" [L]
+</Directory>
+
+Alias "/aliased" "@ROOT@/outside"
+<Directory "@ROOT@/outside">
+    PdfTokenProtect On
+</Directory>
+
+<Directory "@DOCROOT@/mv">
+    PdfTokenProtect On
+    Options +MultiViews
+</Directory>
+
+ErrorDocument 404 /errors/404.pdf
+<Directory "@DOCROOT@/errors">
+    PdfTokenProtect On
+</Directory>
+"""
+
+
+@pytest.fixture(scope="module")
+def srv(pool):
+    s = pool.make("mapping", modules=["rewrite", "negotiation", "include"])
+    f = s.files = {}
+    f["ht"] = s.write_pdf("ht/doc.pdf", "ht")
+    s.write("ht/.htaccess", "PdfTokenProtect On\n")
+    f["ht/sub"] = s.write_pdf("ht/sub/doc.pdf", "ht-sub")
+    s.write("ht/sub/.htaccess", "PdfTokenProtect Off\n")
+    f["ht/named"] = s.write_pdf("ht/named/doc.pdf", "ht-named")
+    s.write("ht/named/.htaccess", "PdfTokenName fromhtaccess\n"
+            "PdfTokenTimeout 25\n")
+    f["htconf"] = s.write_pdf("htconf/doc.pdf", "htconf")
+    s.write("htconf/.htaccess", "PdfTokenName viahtaccess\n")
+    f["doc"] = s.write_pdf("prot/doc.pdf", "doc")
+    f["report"] = s.write_pdf("prot/report", "report")
+    f["upper"] = s.write_pdf("prot/UPPER.PDF", "upper")
+    f["mixed"] = s.write_pdf("prot/Mixed.Pdf", "mixed")
+    f["plain"] = s.write_pdf("prot/plain.PDF", "plain")
+    f["small"] = s.write("prot/small.pdf", b"%PDF-1.4 tiny\n").read_bytes()
+    s.write("prot/page.shtml",
+            'before<!--#include virtual="/prot/small.pdf" -->after\n')
+    f["index"] = s.write_pdf("dir/index.pdf", "index")
+    f["rw"] = s.write_pdf("rw/doc.pdf", "rw")
+    f["outside"] = s.write_pdf("doc.pdf", "outside", base=s.root / "outside")
+    f["mv"] = s.write_pdf("mv/manual.pdf", "manual")
+    f["404"] = s.write_pdf("errors/404.pdf", "not found")
+    s.configure(CONFIG)
+    s.start()
+    return s
+
+
+def follow(srv, r, cookie):
+    return srv.get(r.location_target(), cookies=[cookie])
+
+
+# ------------------------------------------------------------ .htaccess
+
+def test_htaccess_protect_on_redirects(srv):
+    r = srv.get("/ht/doc.pdf")
+    token, cookie = assert_redirect(srv, r, "/ht/doc.pdf", secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["ht"])
+
+
+def test_htaccess_protect_off_in_subdirectory(srv):
+    assert_untouched(srv.get("/ht/sub/doc.pdf"), body=srv.files["ht/sub"])
+
+
+def test_htaccess_settings_merge_with_parent_htaccess(srv):
+    r = srv.get("/ht/named/doc.pdf")
+    token, cookie = assert_redirect(srv, r, "/ht/named/doc.pdf",
+                                    name="fromhtaccess", timeout=25,
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["ht/named"])
+
+
+def test_htaccess_overrides_only_what_it_sets(srv):
+    # Protect and timeout from <Directory>, the name from .htaccess.
+    r = srv.get("/htconf/doc.pdf")
+    assert_redirect(srv, r, "/htconf/doc.pdf", name="viahtaccess",
+                    timeout=20, secret=srv.secret)
+
+
+# ----------------------------------------------- content type and suffix
+
+def test_forcetype_pdf_on_file_without_extension_is_protected(srv):
+    r = srv.get("/prot/report")
+    token, cookie = assert_redirect(srv, r, "/prot/report",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["report"])
+
+
+def test_forcetype_pdf_file_without_cookie_is_attachment(srv):
+    token, _ = assert_redirect(srv, srv.get("/prot/report"), "/prot/report")
+    assert_attachment(srv.get("/prot/report?pdftoken=" + token),
+                      srv.files["report"], filename="report")
+
+
+@pytest.mark.parametrize("path,key", [("/prot/UPPER.PDF", "upper"),
+                                      ("/prot/Mixed.Pdf", "mixed")])
+def test_pdf_suffix_in_any_case_is_protected(srv, path, key):
+    r = srv.get(path)
+    token, cookie = assert_redirect(srv, r, path, secret=srv.secret)
+    r2 = follow(srv, r, cookie)
+    assert r2.status == 200 and r2.body == srv.files[key]
+
+
+def test_pdf_suffix_protects_whatever_the_content_type(srv):
+    r = srv.get("/prot/plain.PDF")
+    token, cookie = assert_redirect(srv, r, "/prot/plain.PDF",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["plain"],
+                  content_type="text/plain")
+
+
+# ------------------------------------------------------- DirectoryIndex
+
+def test_directory_index_pdf_redirects_to_directory_url(srv):
+    r = srv.get("/dir/")
+    assert r.status == 302, r
+    token = r.location_token()
+    assert r.get("Location") == srv.url("/dir/?pdftoken=%s#" % token)
+    assert_redirect(srv, r, "/dir/", secret=srv.secret)
+
+
+def test_directory_index_token_bound_to_directory_path(srv):
+    token = srv.get("/dir/").location_token()
+    assert ref.verifies(srv.secret, token, "/dir/")
+
+
+def test_directory_index_follow_up_is_inline(srv):
+    r = srv.get("/dir/?a=1")
+    token, cookie = assert_redirect(srv, r, "/dir/", query="a=1",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["index"])
+
+
+def test_directory_index_file_by_its_own_name(srv):
+    r = srv.get("/dir/index.pdf")
+    token, cookie = assert_redirect(srv, r, "/dir/index.pdf",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["index"])
+
+
+# ------------------------------------------------------------ mod_rewrite
+
+def test_server_rewrite_to_pdf_redirects_to_pretty_url(srv):
+    r = srv.get("/pretty?x=1")
+    assert_redirect(srv, r, "/pretty", query="x=1", secret=srv.secret)
+
+
+def test_server_rewrite_to_pdf_follow_up_is_inline(srv):
+    r = srv.get("/pretty")
+    token, cookie = assert_redirect(srv, r, "/pretty", secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["doc"])
+
+
+def test_server_rewrite_token_of_target_path_is_not_valid(srv):
+    token = ref.mint(srv.secret, "/prot/doc.pdf", lifetime=30)
+    r = srv.get("/pretty?pdftoken=" + token,
+                cookies=[ref.cookie_pair(token)])
+    assert_redirect(srv, r, "/pretty", secret=srv.secret)
+
+
+def test_directory_rewrite_to_pdf_redirects_to_pretty_url(srv):
+    r = srv.get("/rw/pretty?y=2")
+    token, cookie = assert_redirect(srv, r, "/rw/pretty", query="y=2",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["rw"])
+
+
+def test_directory_rewrite_without_cookie_is_attachment(srv):
+    token, _ = assert_redirect(srv, srv.get("/rw/pretty"), "/rw/pretty")
+    r = srv.get("/rw/pretty?pdftoken=" + token)
+    assert_attachment(r, srv.files["rw"])
+
+
+# ------------------------------------------------------------------ Alias
+
+def test_alias_to_protected_directory_redirects(srv):
+    r = srv.get("/aliased/doc.pdf")
+    token, cookie = assert_redirect(srv, r, "/aliased/doc.pdf",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["outside"])
+
+
+# ------------------------------------------------------------- MultiViews
+
+def test_multiviews_negotiated_pdf_redirects_to_requested_url(srv):
+    r = srv.get("/mv/manual")
+    token, cookie = assert_redirect(srv, r, "/mv/manual", secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["mv"])
+
+
+# ---------------------------------------- subrequests and error documents
+
+def test_subrequest_for_pdf_is_not_redirected(srv):
+    r = srv.get("/prot/page.shtml")
+    assert_untouched(r)
+    assert r.body == b"before" + srv.files["small"] + b"after\n"
+
+
+def test_error_document_pdf_is_not_redirected(srv):
+    r = srv.get("/prot/missing.txt")
+    assert r.status == 404, r
+    assert r.get("Location") is None
+    assert r.get_all("Set-Cookie") == []
