@@ -49,6 +49,10 @@
  * that `LogLevel pdftoken:debug` applies to this module's messages. */
 module AP_MODULE_DECLARE_DATA pdftoken_module;
 
+/* Set once in register_hooks, before any request: adding the filter by
+ * handle skips a lookup by name on every request of a protected scope. */
+static ap_filter_rec_t *watch_filter_handle;
+
 typedef enum { FALLBACK_ATTACHMENT = 0, FALLBACK_DENY = 1 } fallback_mode;
 
 typedef struct {
@@ -556,8 +560,8 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
 static void add_watch(request_rec *r, watch_mode mode)
 {
-    ap_add_output_filter(FILTER_NAME, (void *)(apr_uintptr_t)mode, r,
-                         r->connection);
+    ap_add_output_filter_handle(watch_filter_handle,
+                                (void *)(apr_uintptr_t)mode, r, r->connection);
 }
 
 /* ---- the decision table ------------------------------------------------- */
@@ -841,8 +845,8 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_fixups(pdftoken_fixup, pre, succ, APR_HOOK_LAST);
     /* Late in the content chain, when the response's own headers are set,
      * still before the headers are sent. */
-    ap_register_output_filter(FILTER_NAME, watch_filter, NULL,
-                              AP_FTYPE_CONTENT_SET + 9);
+    watch_filter_handle = ap_register_output_filter(
+        FILTER_NAME, watch_filter, NULL, AP_FTYPE_CONTENT_SET + 9);
 }
 
 AP_DECLARE_MODULE(pdftoken) = {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install the Debian packages that a group of make targets needs.
-# Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench)
+# Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench
+#                              browser)
 # As root, missing packages are installed with apt-get; otherwise the exact
 # command is printed and the script fails, so nothing half-runs.
 set -eu
@@ -10,6 +11,11 @@ pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
 pkgs_integration="apache2 python3 python3-pytest curl openssl"
 pkgs_bench="wrk valgrind"
+# Debian's browsers for t/browser; Node.js and npm (to install puppeteer-core)
+# only when no node/npm is on PATH already.
+pkgs_browser="chromium firefox-esr"
+command -v node >/dev/null 2>&1 || pkgs_browser="$pkgs_browser nodejs"
+command -v npm >/dev/null 2>&1 || pkgs_browser="$pkgs_browser npm"
 
 want=""
 for group in "$@"; do
