@@ -28,6 +28,7 @@
 #include "util_filter.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "token.h"
 
@@ -44,6 +45,10 @@
  * is gone. */
 #define RANGE_GRACE 3600
 #define FILTER_NAME "PDFTOKEN"
+/* PdfTokenFragment safe: the handler that sends the fragment page, and the
+ * note through which the fixup hands it the tokenized URL. */
+#define PAGE_HANDLER "pdftoken-fragment-page"
+#define PAGE_NOTE "pdftoken-fragment-url"
 
 /* AP_DECLARE_MODULE at the end also does APLOG_USE_MODULE(pdftoken), so
  * that `LogLevel pdftoken:debug` applies to this module's messages. */
@@ -55,12 +60,15 @@ static ap_filter_rec_t *watch_filter_handle;
 
 typedef enum { FALLBACK_ATTACHMENT = 0, FALLBACK_DENY = 1 } fallback_mode;
 
+typedef enum { FRAGMENT_STRIP = 0, FRAGMENT_SAFE = 1 } fragment_mode;
+
 typedef struct {
     int protect;               /* -1 unset, 0 Off, 1 On */
     int timeout;               /* -1 unset, else seconds */
     const char *name;          /* NULL unset */
     int fallback;              /* -1 unset, else fallback_mode */
     apr_array_header_t *types; /* NULL unset; of const char * */
+    int fragment;              /* -1 unset, else fragment_mode */
 } dir_conf;
 
 typedef struct {
@@ -103,6 +111,7 @@ static void *create_dir_conf(apr_pool_t *p, char *dummy)
     conf->protect = -1;
     conf->timeout = -1;
     conf->fallback = -1;
+    conf->fragment = -1;
     return conf;
 }
 
@@ -117,6 +126,7 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->name = add->name ? add->name : base->name;
     conf->fallback = add->fallback != -1 ? add->fallback : base->fallback;
     conf->types = add->types ? add->types : base->types;
+    conf->fragment = add->fragment != -1 ? add->fragment : base->fragment;
     return conf;
 }
 
@@ -151,6 +161,12 @@ static fallback_mode conf_fallback(const dir_conf *conf)
 {
     return conf->fallback != -1 ? (fallback_mode)conf->fallback
                                 : FALLBACK_ATTACHMENT;
+}
+
+static fragment_mode conf_fragment(const dir_conf *conf)
+{
+    return conf->fragment != -1 ? (fragment_mode)conf->fragment
+                                : FRAGMENT_STRIP;
 }
 
 static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
@@ -212,6 +228,23 @@ static const char *set_fallback(cmd_parms *cmd, void *cfg, const char *arg)
     else {
         return apr_psprintf(cmd->pool,
                             "%s: '%s' is neither 'attachment' nor 'deny'",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
+static const char *set_fragment(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    dir_conf *conf = cfg;
+
+    if (!strcasecmp(arg, "strip")) {
+        conf->fragment = FRAGMENT_STRIP;
+    }
+    else if (!strcasecmp(arg, "safe")) {
+        conf->fragment = FRAGMENT_SAFE;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is neither 'strip' nor 'safe'",
                             cmd->cmd->name, arg);
     }
     return NULL;
@@ -340,6 +373,9 @@ static const command_rec pdftoken_cmds[] = {
     AP_INIT_TAKE1("PdfTokenFallback", set_fallback, NULL, OR_FILEINFO,
                   "'attachment' or 'deny': answer to a valid token "
                   "without its cookie"),
+    AP_INIT_TAKE1("PdfTokenFragment", set_fragment, NULL, OR_FILEINFO,
+                  "'strip' (default) drops every URL fragment; 'safe' keeps "
+                  "validated PDF open parameters such as page=N"),
     AP_INIT_TAKE_ARGV("PdfTokenTypes", set_types, NULL, OR_FILEINFO,
                       "content types that count as PDF"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
@@ -564,6 +600,129 @@ static void add_watch(request_rec *r, watch_mode mode)
                                 (void *)(apr_uintptr_t)mode, r, r->connection);
 }
 
+/* ---- PdfTokenFragment safe: the fragment page ----------------------- */
+
+/*
+ * The sanitiser, in one place.  A navigation that R1 would redirect gets a
+ * tiny page instead; this script reads the fragment the attacker or the
+ * linking site wrote, keeps only Adobe PDF open parameters whose values
+ * have an exact, harmless form, and replaces the page with the tokenized
+ * URL plus those parameters.  Everything else (FDF, javascript:, unknown
+ * keys, any value with ':', '/', '<' or a stray '%') is dropped.  Values are
+ * percent-decoded once before the test, so "%3A" cannot smuggle a ':' in.
+ * The script never writes the fragment into the document, so the page
+ * itself cannot be a sink.  CSP allows this script alone, by its hash.
+ */
+static const char fragment_script[] =
+    "(function () {\n"
+    "  'use strict';\n"
+    "  var rules = {\n"
+    "    page: /^[1-9][0-9]{0,4}$/,\n"
+    "    nameddest: /^[A-Za-z0-9._-]{1,64}$/,\n"
+    "    zoom: /^[0-9]{1,5}(\\.[0-9]{1,3})?"
+    "(,-?[0-9]{1,6}(\\.[0-9]{1,3})?,-?[0-9]{1,6}(\\.[0-9]{1,3})?)?$/,\n"
+    "    view: /^(Fit|FitH|FitV|FitB|FitBH|FitBV)(,-?[0-9]{1,6}"
+    "(\\.[0-9]{1,3})?)?$/,\n"
+    "    pagemode: /^(none|thumbs|bookmarks)$/,\n"
+    "    search: /^[A-Za-z0-9 ]{1,64}$/\n"
+    "  };\n"
+    "  var kept = [], seen = {};\n"
+    "  var parts = location.hash.replace(/^#/, '').split('&');\n"
+    "  for (var i = 0; i < parts.length && i < 32; i++) {\n"
+    "    var eq = parts[i].indexOf('='), key, value;\n"
+    "    if (eq < 1) { continue; }\n"
+    "    key = parts[i].slice(0, eq);\n"
+    "    try { value = decodeURIComponent(parts[i].slice(eq + 1)); }\n"
+    "    catch (e) { continue; }\n"
+    "    if (!Object.prototype.hasOwnProperty.call(rules, key)\n"
+    "        || seen[key] || !rules[key].test(value)) { continue; }\n"
+    "    seen[key] = true;\n"
+    "    kept.push(key + '=' + value.replace(/ /g, '%20'));\n"
+    "  }\n"
+    "  var target = document.getElementById('pdftoken-continue').href;\n"
+    "  location.replace(target.split('#')[0] + '#' + kept.join('&'));\n"
+    "})();\n";
+
+/* Content-Security-Policy of the page, with the script's hash: computed
+ * once in post_config, before any child starts, and only read after. */
+static const char *fragment_csp;
+
+static const char *make_fragment_csp(apr_pool_t *p)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    unsigned char b64[2 * EVP_MAX_MD_SIZE];
+
+    if (!EVP_Digest(fragment_script, sizeof(fragment_script) - 1, md, &mdlen,
+                    EVP_sha256(), NULL)) {
+        return NULL;
+    }
+    EVP_EncodeBlock(b64, md, (int)mdlen);
+    return apr_pstrcat(p, "default-src 'none'; script-src 'sha256-",
+                       (const char *)b64,
+                       "'; base-uri 'none'; form-action 'none'; "
+                       "frame-ancestors 'self'",
+                       NULL);
+}
+
+/*
+ * Only a navigation shows the page: Sec-Fetch-Dest says so in current
+ * browsers; without it, a browser navigating asks for text/html.  HEAD,
+ * <embed>, <object>, range requests and fetches keep the plain 302.
+ */
+static int wants_fragment_page(request_rec *r, const dir_conf *conf)
+{
+    const char *dest, *accept;
+
+    if (conf_fragment(conf) != FRAGMENT_SAFE || r->header_only
+        || apr_table_get(r->headers_in, "Range")) {
+        return 0;
+    }
+    dest = apr_table_get(r->headers_in, "Sec-Fetch-Dest");
+    if (dest) {
+        return !strcasecmp(dest, "document") || !strcasecmp(dest, "iframe");
+    }
+    accept = apr_table_get(r->headers_in, "Accept");
+    return accept && ap_strcasestr(accept, "text/html") != NULL;
+}
+
+static int fragment_page_handler(request_rec *r)
+{
+    const char *url, *html;
+
+    if (!r->handler || strcmp(r->handler, PAGE_HANDLER)) {
+        return DECLINED;
+    }
+    /* Without the fixup's note this is a SetHandler from the config, not
+     * a redirect of ours: nothing to send. */
+    url = apr_table_get(r->notes, PAGE_NOTE);
+    if (!url || !fragment_csp) {
+        return DECLINED;
+    }
+    html = ap_escape_html2(r->pool, url, 1);
+    ap_set_content_type(r, "text/html; charset=utf-8");
+    apr_table_setn(r->headers_out, "Content-Security-Policy", fragment_csp);
+    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
+    apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
+    if (r->header_only) {
+        return OK;
+    }
+    ap_rvputs(r,
+              "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+              "<title>Opening the document</title>\n"
+              /* Without script, the page still goes on, with an empty
+               * fragment: the reader loses the page number, never the
+               * document, and never loops. */
+              "<noscript><meta http-equiv=\"refresh\" content=\"0; url=",
+              html,
+              "\"></noscript>\n</head><body>\n"
+              "<p><a id=\"pdftoken-continue\" href=\"",
+              html, "\">Open the document</a></p>\n<script>", NULL);
+    ap_rputs(fragment_script, r);
+    ap_rputs("</script>\n</body></html>\n", r);
+    return OK;
+}
+
 /* ---- the decision table ------------------------------------------------- */
 
 /* Is there a cookie named <name>_<eight characters of q's nonce> whose
@@ -682,8 +841,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     url = apr_pstrcat(r->pool, epath, "?",
                       alen ? pct_encode(r->pool, kept, alen, QUERY_KEEP) : "",
                       alen ? "&" : "", name, "=", token, "#", NULL);
-    apr_table_setn(r->headers_out, "Location",
-                   ap_construct_url(r->pool, url, r));
+    url = ap_construct_url(r->pool, url, r);
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
      * and send every such reader to the fallback. */
@@ -697,6 +855,13 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
+    if (wants_fragment_page(r, conf)) {
+        /* 200 with the fragment page instead of the 302; same cookie. */
+        apr_table_setn(r->notes, PAGE_NOTE, url);
+        r->handler = PAGE_HANDLER;
+        return DECLINED;
+    }
+    apr_table_setn(r->headers_out, "Location", url);
     return HTTP_MOVED_TEMPORARILY;
 }
 
@@ -805,6 +970,13 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
+    fragment_csp = make_fragment_csp(pconf);
+    if (!fragment_csp) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     PDFTOKEN_LOGNO(00012) "cannot hash the fragment page's "
+                                           "script");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     for (; s; s = s->next) {
         srv_conf *sconf =
             ap_get_module_config(s->module_config, &pdftoken_module);
@@ -843,6 +1015,9 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_post_config(pdftoken_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The decision: the content type is known, the handler has not run. */
     ap_hook_fixups(pdftoken_fixup, pre, succ, APR_HOOK_LAST);
+    /* The fragment page; first, because mod_proxy's handler takes any
+     * proxied request whatever r->handler says. */
+    ap_hook_handler(fragment_page_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
     /* Late in the content chain, when the response's own headers are set,
      * still before the headers are sent. */
     watch_filter_handle = ap_register_output_filter(
