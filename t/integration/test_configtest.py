@@ -32,6 +32,8 @@ INVALID = [
     ("fallback-other", "PdfTokenFallback other", "dir"),
     ("fallback-empty", 'PdfTokenFallback ""', "dir"),
     ("types-no-args", "PdfTokenTypes", "dir"),
+    ("fragment-other", "PdfTokenFragment keep", "dir"),
+    ("fragment-no-arg", "PdfTokenFragment", "dir"),
     ("secret-missing-file", "PdfTokenSecretFile @ROOT@/no-such-file",
      "server"),
     ("secret-too-short", "PdfTokenSecretFile @ROOT@/short-secret", "server"),
@@ -57,6 +59,8 @@ VALID = [
     ("fallback-deny", "PdfTokenFallback deny"),
     ("types-several", "PdfTokenTypes application/pdf application/x-pdf"),
     ("protect-off", "PdfTokenProtect Off"),
+    ("fragment-strip", "PdfTokenFragment strip"),
+    ("fragment-safe", "PdfTokenFragment safe"),
 ]
 
 VALID_SERVER = [
