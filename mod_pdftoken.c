@@ -215,39 +215,31 @@ static const char *set_name(cmd_parms *cmd, void *cfg, const char *arg)
     return NULL;
 }
 
-static const char *set_fallback(cmd_parms *cmd, void *cfg, const char *arg)
+/* A directive that takes one of two keywords, stored as the keyword's
+ * index: the enums of both such directives follow their word order. */
+typedef struct {
+    size_t offset;
+    const char *words[2];
+} keyword_directive;
+
+static const keyword_directive fallback_words = {
+    APR_OFFSETOF(dir_conf, fallback), {"attachment", "deny"}};
+static const keyword_directive fragment_words = {
+    APR_OFFSETOF(dir_conf, fragment), {"strip", "safe"}};
+
+static const char *set_keyword(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    dir_conf *conf = cfg;
+    const keyword_directive *kd = cmd->info;
+    int i;
 
-    if (!strcasecmp(arg, "attachment")) {
-        conf->fallback = FALLBACK_ATTACHMENT;
+    for (i = 0; i < 2; i++) {
+        if (!strcasecmp(arg, kd->words[i])) {
+            *(int *)((char *)cfg + kd->offset) = i;
+            return NULL;
+        }
     }
-    else if (!strcasecmp(arg, "deny")) {
-        conf->fallback = FALLBACK_DENY;
-    }
-    else {
-        return apr_psprintf(cmd->pool,
-                            "%s: '%s' is neither 'attachment' nor 'deny'",
-                            cmd->cmd->name, arg);
-    }
-    return NULL;
-}
-
-static const char *set_fragment(cmd_parms *cmd, void *cfg, const char *arg)
-{
-    dir_conf *conf = cfg;
-
-    if (!strcasecmp(arg, "strip")) {
-        conf->fragment = FRAGMENT_STRIP;
-    }
-    else if (!strcasecmp(arg, "safe")) {
-        conf->fragment = FRAGMENT_SAFE;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is neither 'strip' nor 'safe'",
-                            cmd->cmd->name, arg);
-    }
-    return NULL;
+    return apr_psprintf(cmd->pool, "%s: '%s' is neither '%s' nor '%s'",
+                        cmd->cmd->name, arg, kd->words[0], kd->words[1]);
 }
 
 static const char *set_types(cmd_parms *cmd, void *cfg, int argc,
@@ -370,10 +362,12 @@ static const command_rec pdftoken_cmds[] = {
                   "token lifetime and cookie Max-Age in seconds (1-3600)"),
     AP_INIT_TAKE1("PdfTokenName", set_name, NULL, OR_FILEINFO,
                   "name of the query parameter and cookie"),
-    AP_INIT_TAKE1("PdfTokenFallback", set_fallback, NULL, OR_FILEINFO,
+    AP_INIT_TAKE1("PdfTokenFallback", set_keyword, (void *)&fallback_words,
+                  OR_FILEINFO,
                   "'attachment' or 'deny': answer to a valid token "
                   "without its cookie"),
-    AP_INIT_TAKE1("PdfTokenFragment", set_fragment, NULL, OR_FILEINFO,
+    AP_INIT_TAKE1("PdfTokenFragment", set_keyword, (void *)&fragment_words,
+                  OR_FILEINFO,
                   "'strip' (default) drops every URL fragment; 'safe' keeps "
                   "validated PDF open parameters such as page=N"),
     AP_INIT_TAKE_ARGV("PdfTokenTypes", set_types, NULL, OR_FILEINFO,
