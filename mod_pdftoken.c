@@ -283,7 +283,9 @@ static const char *load_secret(cmd_parms *cmd, const char *arg,
                                pdftoken_key *key)
 {
     const char *path = ap_server_root_relative(cmd->pool, arg);
-    unsigned char buf[PDFTOKEN_SECRET_MAX + 1];
+    /* Room for twice the longest secret: a file that fills it is too long
+     * whatever whitespace it ends in, and the key loader judges the rest. */
+    unsigned char buf[2 * PDFTOKEN_SECRET_MAX];
     apr_file_t *fd;
     apr_size_t len = 0;
     apr_status_t rv;
@@ -306,7 +308,8 @@ static const char *load_secret(cmd_parms *cmd, const char *arg,
                             cmd->cmd->name, path,
                             apr_strerror(rv, err, sizeof(err)));
     }
-    st = pdftoken_key_load(key, buf, len);
+    st = len == sizeof(buf) ? PDFTOKEN_LONG_SECRET
+                            : pdftoken_key_load(key, buf, len);
     OPENSSL_cleanse(buf, sizeof(buf));
     if (st == PDFTOKEN_SHORT_SECRET) {
         return apr_psprintf(cmd->pool,
@@ -835,7 +838,6 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     url = apr_pstrcat(r->pool, epath, "?",
                       alen ? pct_encode(r->pool, kept, alen, QUERY_KEEP) : "",
                       alen ? "&" : "", name, "=", token, "#", NULL);
-    url = ap_construct_url(r->pool, url, r);
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
      * and send every such reader to the fallback. */
@@ -850,12 +852,14 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
     if (wants_fragment_page(r, conf)) {
-        /* 200 with the fragment page instead of the 302; same cookie. */
+        /* 200 with the fragment page instead of the 302; same cookie.  Its
+         * link stays relative, so a proxy in front needs no rewriting. */
         apr_table_setn(r->notes, PAGE_NOTE, url);
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
-    apr_table_setn(r->headers_out, "Location", url);
+    apr_table_setn(r->headers_out, "Location",
+                   ap_construct_url(r->pool, url, r));
     return HTTP_MOVED_TEMPORARILY;
 }
 

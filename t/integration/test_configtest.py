@@ -40,6 +40,9 @@ INVALID = [
     ("secret-short-after-trim",
      "PdfTokenSecretFile @ROOT@/short-trimmed-secret", "server"),
     ("secret-empty-file", "PdfTokenSecretFile @ROOT@/empty-secret", "server"),
+    ("secret-4097-bytes", "PdfTokenSecretFile @ROOT@/secret-4097", "server"),
+    ("secret-long-with-newline-inside",
+     "PdfTokenSecretFile @ROOT@/secret-long-split", "server"),
     ("secret-previous-missing",
      "PdfTokenSecretFile @SECRET@ @ROOT@/no-such-file", "server"),
     ("secret-three-args",
@@ -68,6 +71,8 @@ VALID_SERVER = [
     ("secret-32-bytes-and-newline",
      "PdfTokenSecretFile @ROOT@/secret-32-crlf"),
     ("secret-with-previous", "PdfTokenSecretFile @SECRET@ @ROOT@/secret-32"),
+    ("secret-4096-bytes-and-newline",
+     "PdfTokenSecretFile @ROOT@/secret-4096-lf"),
 ]
 
 
@@ -80,6 +85,12 @@ def cfg(pool):
     s.write_secret(s.root / "empty-secret", b"")
     s.write_secret(s.root / "secret-32", b"k" * 32)
     s.write_secret(s.root / "secret-32-crlf", b"k" * 32 + b"\r\n")
+    s.write_secret(s.root / "secret-4097", b"k" * 4097)
+    s.write_secret(s.root / "secret-4096-lf", b"k" * 4096 + b"\n")
+    # The tail after the 4096th byte must not be ignored because a newline
+    # happens to stand there.
+    s.write_secret(s.root / "secret-long-split",
+                   b"a" * 4096 + b"\n" + b"b" * 100)
     return s
 
 
