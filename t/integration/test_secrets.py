@@ -4,6 +4,7 @@ other's tokens; another secret refuses them; `PdfTokenSecretFile new old`
 rotates keys; without the directive every child shares one random secret
 that a restart replaces."""
 
+import subprocess
 
 import pytest
 
@@ -166,4 +167,50 @@ def test_secret_file_survives_a_restart(fresh_pool):
     _, token, cookie = s.first_visit(DOC)
     s.restart(graceful=True)
     assert_inline(s.get(DOC + "?pdftoken=" + token, cookies=[cookie]),
+                  s.files["doc"])
+
+
+# ------------------------------------------- the rotation procedure
+
+def test_rotation_procedure_on_a_running_server(fresh_pool, workdir):
+    # README's procedure, step by step on one running server: a token the
+    # server minted before the rotation (and its cookie) is still inline
+    # while `PdfTokenSecretFile new old` is in force; new tokens are
+    # minted under the new secret; once the old file is dropped, the old
+    # token is refused and heals through one redirect (R4), and tokens
+    # minted under the new secret are still inline.
+    def openssl_secret(name):
+        path = workdir / ("procedure-%s.secret" % name)
+        path.write_bytes(subprocess.run(
+            ["openssl", "rand", "-hex", "32"], check=True,
+            capture_output=True, timeout=30).stdout)
+        path.chmod(0o600 if name == "new" else 0o644)
+        return path
+
+    old, new = openssl_secret("old"), openssl_secret("new")
+    old_key, new_key = ref.read_secret(old), ref.read_secret(new)
+    timeout = "PdfTokenTimeout 60\n"
+    s = make(fresh_pool, "procedure", secret_directive=False,
+             secret_line='PdfTokenSecretFile "%s"\n%s' % (old, timeout))
+    s.start()
+    r = s.get(DOC)
+    t_old, c_old = assert_redirect(s, r, DOC, timeout=60, secret=old_key)
+
+    s.configure('PdfTokenSecretFile "%s" "%s"\n%s' % (new, old, timeout)
+                + CONFIG)
+    s.restart(graceful=True)
+    assert_inline(s.get(r.location_target(), cookies=[c_old]),
+                  s.files["doc"])
+    r = s.get(DOC)
+    t_new, c_new = assert_redirect(s, r, DOC, timeout=60, secret=new_key)
+    assert not ref.verifies(old_key, t_new, DOC)
+    assert_inline(s.get(r.location_target(), cookies=[c_new]),
+                  s.files["doc"])
+
+    s.configure('PdfTokenSecretFile "%s"\n%s' % (new, timeout) + CONFIG)
+    s.restart(graceful=True)
+    refused = s.get(DOC + "?pdftoken=" + t_old, cookies=[c_old])
+    healed, _ = assert_redirect(s, refused, DOC, timeout=60, secret=new_key)
+    assert healed != t_old
+    assert_inline(s.get(DOC + "?pdftoken=" + t_new, cookies=[c_new]),
                   s.files["doc"])
