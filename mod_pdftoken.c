@@ -893,9 +893,12 @@ static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
     case VERDICT_PASS:
     case VERDICT_RANGE:
         strip_token(r, conf);
-        /* The tokenized response is for this reader alone: a shared cache
-         * that kept it would serve it inline to the next one. */
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+        /* private: a shared cache would serve it inline to the next
+         * reader.  no-store: the browser's own cache would show it again,
+         * long after the token expired and without asking us, to a link
+         * that reuses this tokenized URL with an attacker's fragment. */
+        apr_table_mergen(r->err_headers_out, "Cache-Control",
+                         "private, no-store");
         add_watch(r, WATCH_PASS);
         return DECLINED;
     case VERDICT_FALLBACK:

@@ -144,6 +144,16 @@ def test_r2_adds_cache_control_private(srv):
     assert "private" in cache_directives(r)
 
 
+def test_r2_is_not_kept_in_the_browser_cache(srv):
+    # A cached inline copy would be shown again, without asking the server,
+    # to a later link that reuses this tokenized URL with an attacker's
+    # fragment (the browser suite's case c7a).
+    token, cookie = fresh(srv)
+    r = srv.get(DOC + "?pdftoken=" + token, cookies=[cookie])
+    assert r.status == 200
+    assert "no-store" in cache_directives(r)
+
+
 def test_r2_adds_referrer_policy_same_origin(srv):
     token, cookie = fresh(srv)
     r = srv.get(DOC + "?pdftoken=" + token, cookies=[cookie])
