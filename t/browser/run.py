@@ -1,0 +1,624 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Browser end-to-end tests of mod_pdftoken: Debian's Chromium and Firefox ESR.
+
+This driver owns the server side; t/browser/cases.mjs (puppeteer-core) owns
+the browser side and is run once per browser.
+
+    httpd     Debian's /usr/sbin/apache2 with the module, started through
+              t/integration/harness.py on 127.0.0.1:<free port>; a second
+              access log (logs/browser.log) records, per request, the
+              PDFTOKEN decision, the Cookie header, Sec-Fetch-Site/-Dest and
+              the Content-Disposition of the answer.
+    attacker  a tiny http.server on 127.0.0.1:<another free port>, addressed
+              as http://localhost:<port>: another site for cookies.
+    sink      an HTTP proxy on loopback that refuses everything: both
+              browsers are pointed at it and loopback bypasses it, so a
+              request for any other address lands here and is recorded.
+
+As root, the whole run (httpd, attacker, sink, browsers) happens in a
+network namespace of its own whose only interface is loopback (`unshare
+--net`), so nothing can leave 127.0.0.1 whatever a browser tries; the
+requests the browsers' own background services still attempt are caught by
+the sink and listed in the `net` row.  Without root, the sink alone guards,
+and any request it catches fails the run.
+
+Every case runs in both browsers; its documents live under /<browser>/<case>/
+so that the access log tells the cases apart.  The run prints a table
+(case x browser -> outcome), the browser versions and a closing
+`N passed, N failed` line, and exits non-zero on any failure.  Nothing is
+skipped: a missing browser or puppeteer-core is a failure (`make browser`
+installs them).
+
+    PDFTOKEN_KEEP_TMP=1        keep the work directory (logs, profiles)
+    PDFTOKEN_BROWSER_SHOTS=DIR save every screenshot taken into DIR
+    --browser NAME             run one browser only (for debugging)
+    --case ID                  run only this case, repeatable (debugging)
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+
+import harness  # noqa: E402
+import pdftoken_ref  # noqa: E402
+
+BROWSERS = {
+    "chromium": "/usr/bin/chromium",
+    "firefox": "/usr/lib/firefox-esr/firefox-esr",
+}
+NODE_TIMEOUT = 120  # seconds for one browser's whole run
+
+# Case id -> title, in the order of the summary table.
+CASES = [
+    ("c1", "link on attacker page to doc.pdf#x=javascript:..."),
+    ("c2a", "location.href= from attacker script"),
+    ("c2b", "typed URL (direct navigation)"),
+    ("c3", "doc.pdf#page=2 (cost: opens on page 1)"),
+    ("c4", "probe.html#x=javascript:alert(1) reports hash"),
+    ("c5", "cookies blocked: download, no loop"),
+    ("c6a", "two tabs open the same PDF at once"),
+    ("c6b", "same PDF twice in same-site iframes"),
+    ("c7a", "own stale tokenized URL (bookmark) heals"),
+    ("c7b", "stale tokenized link from elsewhere heals"),
+    ("c8", "cross-site iframe from attacker page"),
+    ("net", "no request left loopback"),
+]
+
+ATTACK = "#x=javascript:alert(document.domain)"
+PROBE_ATTACK = "#x=javascript:alert(1)"
+
+LOG_FORMAT = (
+    'LogFormat "%{usec}t %>s %{PDFTOKEN}e \\"%r\\" \\"%{Cookie}i\\" '
+    '%{Sec-Fetch-Site}i %{Sec-Fetch-Dest}i \\"%{Content-Disposition}o\\"" '
+    'browser\n'
+    'CustomLog "@ROOT@/logs/browser.log" browser\n')
+
+# The probe: a protected HTML page that shows and reports the fragment it
+# sees and, like the 2007 PDF plug-in, runs whatever follows "javascript:"
+# in it.  report.txt sits beside it so that the report is logged.
+PROBE_HTML = """<!doctype html>
+<meta charset="utf-8"><title>fragment probe</title>
+<p>location.hash = <output id="hash"></output></p>
+<script>
+var h = location.hash;
+document.getElementById("hash").textContent = JSON.stringify(h);
+fetch("report.txt?hash=" + encodeURIComponent(h)).catch(function () {});
+var m = /javascript:(.*)$/.exec(decodeURIComponent(h));
+if (m) { setTimeout(function () { eval(m[1]); }, 0); }
+</script>
+"""
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# ------------------------------------------------------------ attacker
+
+class AttackerSite:
+    """http://localhost:PORT/: pages with links, scripts and iframes."""
+
+    def __init__(self):
+        self.pages = {}
+        self.port = harness.free_port()
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = pages.get(self.path.split("?")[0])
+                if body is None:
+                    self.send_error(404)
+                    return
+                data = body.encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       daemon=True)
+
+    def url(self, path):
+        return "http://localhost:%d%s" % (self.port, path)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def page(title, body):
+    return ("<!doctype html>\n<meta charset=\"utf-8\"><title>%s</title>\n"
+            "<h1>%s</h1>\n%s\n" % (title, title, body))
+
+
+# ---------------------------------------------------------------- sink
+
+class ProxySink:
+    """An HTTP proxy on loopback that records every request and refuses it.
+
+    The browsers use it as their proxy for everything but loopback, so a
+    request to any other address shows up here instead of leaving the
+    machine.
+    """
+
+    def __init__(self):
+        self.port = harness.free_port()
+        self.requests = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    head = conn.recv(4096).split(b"\r\n", 1)[0]
+                except OSError:
+                    head = b"(nothing received)"
+                with self.lock:
+                    self.requests.append(head.decode("latin-1")[:200])
+                try:
+                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\n"
+                                 b"Content-Length: 0\r\n"
+                                 b"Connection: close\r\n\r\n")
+                except OSError:
+                    pass
+
+    def take(self):
+        with self.lock:
+            out, self.requests = self.requests, []
+        return out
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def leak_target(request_line):
+    """The host a proxied request line was for."""
+    parts = request_line.split()
+    if len(parts) < 2:
+        return request_line
+    target = parts[1]
+    if "://" in target:
+        target = target.split("://", 1)[1]
+    return target.split("/", 1)[0]
+
+
+# --------------------------------------------------------------- setup
+
+def httpd_config(browsers):
+    lines = [LOG_FORMAT,
+             '<Directory "@DOCROOT@">',
+             "    PdfTokenProtect On",
+             "</Directory>"]
+    for b in browsers:
+        lines += [
+            # controls: the same documents without the module
+            '<Directory "@DOCROOT@/%s/c3-control">' % b,
+            "    PdfTokenProtect Off",
+            "</Directory>",
+            '<Directory "@DOCROOT@/%s/c4">' % b,
+            "    PdfTokenTypes application/pdf text/html",
+            "</Directory>",
+            '<Directory "@DOCROOT@/%s/c4-control">' % b,
+            "    PdfTokenProtect Off",
+            "</Directory>",
+            # stale tokens: they expire after 2 s here
+            '<Directory "@DOCROOT@/%s/c7a">' % b,
+            "    PdfTokenTimeout 2",
+            "</Directory>",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def build_site(httpd, attacker, b):
+    """Write browser b's documents and attacker pages; return its cases."""
+    srv = httpd.url("")
+
+    def pdf(case, pages=3):
+        label = "%s %s" % (b, case)
+        rel = "%s/%s/doc.pdf" % (b, case)
+        httpd.write_pdf(rel, label=label, pages=pages)
+        # Published documents are rarely new: a Last-Modified 30 days ago
+        # gives browsers a heuristic freshness of days (RFC 9111 4.2.2).
+        old = time.time() - 30 * 86400
+        os.utime(httpd.docroot / rel, (old, old))
+        return {"path": "/" + rel, "url": srv + "/" + rel, "label": label,
+                "file": str(httpd.docroot / rel)}
+
+    cases = {}
+    c = cases["c1"] = pdf("c1")
+    c["attackUrl"] = c["url"] + ATTACK
+    attacker.pages["/%s/c1.html" % b] = page(
+        "attacker c1", '<a id="go" href="%s">read the report</a>'
+        % c["attackUrl"])
+    c["attacker"] = attacker.url("/%s/c1.html" % b)
+
+    c = cases["c2a"] = pdf("c2a")
+    c["attackUrl"] = c["url"] + ATTACK
+    attacker.pages["/%s/c2a.html" % b] = page(
+        "attacker c2a", "<script>setTimeout(function () { location.href = "
+        "%s; }, 300);</script>" % json.dumps(c["attackUrl"]))
+    c["attacker"] = attacker.url("/%s/c2a.html" % b)
+
+    c = cases["c2b"] = pdf("c2b")
+    c["attackUrl"] = c["url"] + ATTACK
+
+    c = cases["c3"] = pdf("c3")
+    c["control"] = pdf("c3-control")
+    c["pageUrl"] = c["url"] + "#page=2"
+    c["control"]["pageUrl"] = c["control"]["url"] + "#page=2"
+
+    c = cases["c4"] = {}
+    for name in ("c4", "c4-control"):
+        rel = "%s/%s/probe.html" % (b, name)
+        httpd.write(rel, PROBE_HTML)
+        httpd.write("%s/%s/report.txt" % (b, name), "reported\n")
+        attacker.pages["/%s/%s.html" % (b, name)] = page(
+            "attacker " + name, '<a id="go" href="%s">probe</a>'
+            % (srv + "/" + rel + PROBE_ATTACK))
+        c[name] = {"path": "/" + rel, "url": srv + "/" + rel,
+                   "attackUrl": srv + "/" + rel + PROBE_ATTACK,
+                   "report": "/%s/%s/report.txt" % (b, name),
+                   "attacker": attacker.url("/%s/%s.html" % (b, name))}
+    c["expectedControlHash"] = PROBE_ATTACK
+
+    c = cases["c5"] = pdf("c5")
+    c["attackUrl"] = c["url"] + ATTACK
+    attacker.pages["/%s/c5.html" % b] = page(
+        "attacker c5", '<a id="go" href="%s">read the report</a>'
+        % c["attackUrl"])
+    c["attacker"] = attacker.url("/%s/c5.html" % b)
+
+    cases["c6a"] = pdf("c6a")
+    c = cases["c6b"] = pdf("c6b")
+    httpd.write("%s/c6b/embed.html" % b, page(
+        "two copies",
+        '<iframe id="one" src="doc.pdf" width="620" height="300"></iframe>\n'
+        '<iframe id="two" src="doc.pdf" width="620" height="300"></iframe>'))
+    c["embed"] = srv + "/%s/c6b/embed.html" % b
+
+    c = cases["c7a"] = pdf("c7a")
+    c["timeout"] = 2
+
+    # A tokenized link minted a minute ago, long expired (PdfTokenTimeout
+    # 10): shared by someone else, harvested by the attacker.
+    c = cases["c7b"] = pdf("c7b")
+    stale = pdftoken_ref.mint(httpd.secret, c["path"],
+                              expiry=int(time.time()) - 60)
+    c["staleToken"] = stale
+    c["attackUrl"] = "%s?pdftoken=%s%s" % (c["url"], stale, ATTACK)
+    attacker.pages["/%s/c7b.html" % b] = page(
+        "attacker c7b", '<a id="go" href="%s">read the report</a>'
+        % c["attackUrl"])
+    c["attacker"] = attacker.url("/%s/c7b.html" % b)
+
+    c = cases["c8"] = pdf("c8")
+    c["attackUrl"] = c["url"] + ATTACK
+    attacker.pages["/%s/c8.html" % b] = page(
+        "attacker c8", '<iframe id="victim" src="%s" width="700" '
+        'height="400"></iframe>' % c["attackUrl"])
+    c["attacker"] = attacker.url("/%s/c8.html" % b)
+    return cases
+
+
+# ----------------------------------------------------------- processes
+
+def alive_browser(pid, exe):
+    try:
+        cmd = Path("/proc/%d/cmdline" % pid).read_bytes()
+    except OSError:
+        return False
+    real = os.path.realpath(exe)
+    return (exe.encode() in cmd or real.encode() in cmd
+            or b"/usr/lib/chromium/chromium" in cmd)
+
+
+def reap_browsers(pidfile, exe):
+    """Kill what is left of the browsers cases.mjs launched (by PID)."""
+    try:
+        pids = [int(x) for x in pidfile.read_text().split()]
+    except (OSError, ValueError):
+        return []
+    left = []
+    for pid in pids:
+        if alive_browser(pid, exe):
+            left.append(pid)
+            try:
+                # puppeteer starts the browser detached: its own group
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    return left
+
+
+def run_node(b, config_path, workdir):
+    """Run cases.mjs for browser b; return (results list, problems)."""
+    node = os.environ.get("NODE", "node")
+    env = dict(os.environ)
+    home = workdir / ("home-" + b)
+    tmp = workdir / ("tmp-" + b)
+    for d in (home, tmp):
+        d.mkdir(parents=True, exist_ok=True)
+    # Browsers write caches and settings under HOME and TMPDIR: keep them
+    # in the work directory, which is removed at the end.
+    env.update(HOME=str(home), TMPDIR=str(tmp),
+               XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_CACHE_HOME=str(home / ".cache"),
+               MOZ_CRASHREPORTER_DISABLE="1")
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+                "DISPLAY", "WAYLAND_DISPLAY"):
+        env.pop(var, None)
+    problems = []
+    proc = subprocess.Popen([node, str(HERE / "cases.mjs"), str(config_path)],
+                            stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True, cwd=str(HERE))
+    try:
+        rc = proc.wait(timeout=NODE_TIMEOUT)
+        if rc != 0:
+            problems.append("cases.mjs for %s exited with status %d"
+                            % (b, rc))
+    except subprocess.TimeoutExpired:
+        problems.append("cases.mjs for %s did not finish in %d s"
+                        % (b, NODE_TIMEOUT))
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        left = reap_browsers(workdir / ("%s.pids" % b), BROWSERS[b])
+        if left:
+            problems.append("%s: browser processes %s were still running "
+                            "and were killed" % (b, left))
+    try:
+        data = json.loads((workdir / ("results-%s.json" % b)).read_text())
+    except (OSError, ValueError):
+        data = {"results": [], "version": "unknown"}
+    return data, problems
+
+
+# --------------------------------------------------------------- report
+
+def cell(result):
+    if result is None:
+        return "FAIL: no result"
+    word = "ok" if result["ok"] else "FAIL"
+    return "%s: %s" % (word, result.get("outcome") or "-")
+
+
+def print_table(browsers, cases, table, versions):
+    rows = [["case", ""] + list(browsers)]
+    for cid, title in cases:
+        rows.append([cid, title] + [cell(table.get((cid, b)))
+                                    for b in browsers])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    sep = "+".join("-" * (w + 2) for w in widths)
+    log("")
+    log("mod_pdftoken in real browsers (case x browser -> outcome)")
+    log(sep)
+    for i, r in enumerate(rows):
+        log("|".join(" %s " % r[j].ljust(widths[j]) for j in range(len(r))))
+        if i == 0:
+            log(sep)
+    log(sep)
+    for b in browsers:
+        log("%s: %s" % (b, versions.get(b, "unknown")))
+
+
+NETNS_ENV = "PDFTOKEN_BROWSER_NETNS"
+
+
+def enter_private_network():
+    """Re-execute inside a network namespace that has only loopback.
+
+    Needs root and util-linux's unshare; returns (normally only inside the
+    namespace) whether the run is isolated.
+    """
+    if os.environ.get(NETNS_ENV) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        links = subprocess.run(["ip", "-o", "link", "show"], check=True,
+                               capture_output=True, text=True).stdout
+        names = [line.split(":")[1].strip().split("@")[0]
+                 for line in links.splitlines() if ":" in line]
+        if names != ["lo"]:
+            raise SystemExit("network namespace has interfaces %s" % names)
+        return True
+    if os.geteuid() != 0 or not shutil.which("unshare") \
+            or not shutil.which("ip"):
+        return False
+    if subprocess.run(["unshare", "--net", "true"],
+                      capture_output=True).returncode != 0:
+        return False
+    os.environ[NETNS_ENV] = "1"
+    sys.stdout.flush()
+    os.execvp("unshare", ["unshare", "--net", "--", sys.executable,
+                          os.path.abspath(__file__)] + sys.argv[1:])
+    return False  # not reached
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--browser", choices=sorted(BROWSERS), action="append")
+    ap.add_argument("--case", choices=[c for c, _ in CASES if c != "net"],
+                    action="append", help="run only this case (debugging)")
+    args = ap.parse_args()
+    browsers = args.browser or list(BROWSERS)
+    cases = [c for c in CASES if not args.case or c[0] in args.case
+             or c[0] == "net"]
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    isolated = enter_private_network()
+    started = time.time()
+    failures = []
+    table = {}
+    versions = {}
+    workdir = harness.make_workdir()
+    httpd = attacker = sink = None
+    try:
+        missing = [p for p in [HERE / "node_modules" / "puppeteer-core"]
+                   + [Path(BROWSERS[b]) for b in browsers] if not p.exists()]
+        if missing:
+            raise SystemExit(
+                "missing: %s (run `make browser`, which installs Debian's "
+                "chromium and firefox-esr and runs `npm ci --prefix "
+                "t/browser`)" % ", ".join(map(str, missing)))
+        httpd = harness.Httpd(workdir / "httpd")
+        attacker = AttackerSite()
+        sink = ProxySink()
+        httpd.configure(httpd_config(browsers))
+        config = {}
+        for b in browsers:
+            config[b] = build_site(httpd, attacker, b)
+        httpd.start()
+        attacker.start()
+        sink.start()
+        log("httpd (protected site): %s    attacker: %s    proxy sink: "
+            "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
+        for b in browsers:
+            cfg = {
+                "browser": b,
+                "executable": BROWSERS[b],
+                "workdir": str(workdir / ("run-" + b)),
+                "pidfile": str(workdir / ("%s.pids" % b)),
+                "results": str(workdir / ("results-%s.json" % b)),
+                "log": str(httpd.root / "logs" / "browser.log"),
+                "sinkPort": sink.port,
+                "server": httpd.url(""),
+                "shots": os.environ.get("PDFTOKEN_BROWSER_SHOTS") or None,
+                "cases": config[b],
+                "only": args.case or None,
+            }
+            Path(cfg["workdir"]).mkdir(parents=True)
+            path = workdir / ("config-%s.json" % b)
+            path.write_text(json.dumps(cfg, indent=1))
+            log("== %s" % b)
+            t0 = time.time()
+            data, problems = run_node(b, path, workdir)
+            versions[b] = data.get("version", "unknown")
+            for r in data.get("results", []):
+                table[(r["id"], b)] = r
+            caught = sink.take()
+            hosts = sorted(set(leak_target(x) for x in caught))
+            where = "loopback-only netns" if isolated else "proxy sink only"
+            table[("net", b)] = {
+                "ok": isolated or not caught,
+                "outcome": "%s; %s" % (where, "no request tried to leave"
+                                       if not caught else
+                                       "%d background request(s) caught: %s"
+                                       % (len(caught), ", ".join(hosts))),
+                "failures": [] if isolated else
+                ["tried to leave loopback: %s" % x
+                 for x in sorted(set(caught))]}
+            for x in sorted(set(caught)):
+                log("  caught by the sink (never left loopback): %s" % x)
+            for p in problems:
+                failures.append(p)
+                log("PROBLEM: " + p)
+            log("== %s done in %.1f s" % (b, time.time() - t0))
+    except KeyboardInterrupt as e:
+        failures.append("interrupted (%s)" % e)
+    finally:
+        if sink:
+            sink.stop()
+        if attacker:
+            attacker.stop()
+        if httpd:
+            try:
+                httpd.stop()
+            except AssertionError as e:
+                failures.append(str(e))
+            # Tokens the browsers were given must not reach the error log.
+            try:
+                text = (httpd.root / "logs" / "browser.log").read_text(
+                    "latin-1")
+            except OSError:
+                text = ""
+            for q in re.findall(r"pdftoken=([A-Za-z0-9_-]+)", text):
+                pdftoken_ref.remember(q)
+            for p in httpd.log_problems():
+                failures.append("httpd error log: " + p)
+        harness.remove_workdir(workdir)
+
+    print_table(browsers, cases, table, versions)
+    passed = failed = 0
+    case_failures = []
+    for cid, _ in cases:
+        for b in browsers:
+            r = table.get((cid, b))
+            if r is not None and r["ok"]:
+                passed += 1
+            else:
+                failed += 1
+                if r is None:
+                    case_failures.append("%s/%s: no result" % (cid, b))
+                else:
+                    for f in r.get("failures", []):
+                        case_failures.append("%s/%s: %s" % (cid, b, f))
+    # Run-level problems (a crashed child, a token in the error log, a
+    # browser left running) count as one more failure.
+    if failures:
+        failed += 1
+    if failures or case_failures:
+        log("")
+        log("Failures:")
+        for f in failures + case_failures:
+            log("  " + f)
+    log("run time %.1f s" % (time.time() - started))
+    log("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
