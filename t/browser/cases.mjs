@@ -392,7 +392,7 @@ async function waitForViewer(page, frameOrGetter, label, timeout = 15000) {
 
 // ------------------------------------------------------------- browsers
 
-async function launch(name, { blockCookies = false } = {}) {
+async function launch(name, { blockCookies = false, noScript = false } = {}) {
   const dir = path.join(cfg.workdir, name);
   const profile = path.join(dir, 'profile');
   const downloads = path.join(dir, 'downloads');
@@ -429,7 +429,10 @@ async function launch(name, { blockCookies = false } = {}) {
       executablePath: cfg.executable,
       headless: true,
       userDataDir: profile,
-      extraPrefsFirefox: firefoxPrefs(downloads, blockCookies),
+      extraPrefsFirefox: {
+        ...firefoxPrefs(downloads, blockCookies),
+        ...(noScript ? { 'javascript.enabled': false } : {}),
+      },
       timeout: 60000,
       protocolTimeout: 30000,
       handleSIGHUP: true, handleSIGINT: true, handleSIGTERM: true,
@@ -465,12 +468,12 @@ function startGoto(page, url) {
 
 const results = [];
 
-async function runCase(id, fn) {
+async function runCase(id, fn, timeout = CASE_TIMEOUT) {
   if (cfg.only && !cfg.only.includes(id)) return;
   const r = { id, browser: B, ok: false, outcome: '', notes: [], failures: [], dialogs: [] };
   const t0 = Date.now();
   try {
-    await withTimeout(fn(r), CASE_TIMEOUT, `case ${id}`);
+    await withTimeout(fn(r), timeout, `case ${id}`);
   } catch (e) {
     r.failures.push(`error: ${e.message.split('\n')[0]}`);
   }
@@ -499,11 +502,14 @@ function writeResults() {
 }
 
 // The common ending of a visit that must end inline: the log shows
-// `redirect` then `pass` with the matching cookie, the page is on the
-// tokenized URL with an empty fragment, the viewer shows the document, a
-// screenshot is not blank, nothing was downloaded.  `since` skips log
-// entries of earlier visits to the same path.
-async function expectInline(r, ctx, page, c, { since = 0, downloadsBefore = [], shot = c.label } = {}) {
+// `redirect` (a 302, or with PdfTokenFragment safe the 200 fragment page:
+// redirectStatus) then `pass` with the matching cookie, the page is on the
+// tokenized URL with an empty fragment (or exactly `fragment`, without
+// its '#', when given), the viewer shows the document, a screenshot is not
+// blank, nothing was downloaded.  `since` skips log entries of earlier
+// visits to the same path.
+async function expectInline(r, ctx, page, c, { since = 0, downloadsBefore = [], shot = c.label,
+                                               fragment, redirectStatus = 302 } = {}) {
   await waitFor(() => logFor(c.path).slice(since).some((e) => TERMINAL.has(e.tag)),
                 15000, `a pass/fallback line for ${c.path} in the access log`);
   let view = null;
@@ -518,15 +524,24 @@ async function expectInline(r, ctx, page, c, { since = 0, downloadsBefore = [], 
   const seq = decisions(entries);
   check(r, JSON.stringify(seq) === JSON.stringify(['redirect', 'pass']),
         `access log: expected [redirect, pass], got ${JSON.stringify(seq)}`);
+  const redirects = entries.filter((e) => e.tag === 'redirect');
+  check(r, redirects.every((e) => e.status === redirectStatus),
+        `the redirect was answered with status ${redirects.map((e) => e.status).join(',')}, ` +
+        `expected ${redirectStatus}`);
   const pass = entries.find((e) => e.tag === 'pass');
   check(r, pass && pass.cookieMatch, 'the pass request did not carry the matching cookie');
   const url = page.url();
   const frag = fragmentOf(url);
-  check(r, !frag, `final URL has fragment "#${frag}": ${url}`);
+  if (fragment === undefined) {
+    check(r, !frag, `final URL has fragment "#${frag}": ${url}`);
+  } else {
+    check(r, frag === fragment, `final URL ${url} does not end in "#${fragment}"`);
+  }
   check(r, pass && queryToken(url) === pass.token,
         `final URL is not the tokenized URL that passed: ${url}`);
   if (view) {
-    check(r, view.hash === '', `location.hash is ${JSON.stringify(view.hash)}`);
+    const hash = fragment ? `#${fragment}` : '';
+    check(r, view.hash === hash, `location.hash is ${JSON.stringify(view.hash)}, expected ${JSON.stringify(hash)}`);
   }
   check(r, stats.rendered, `screenshot looks blank: ${JSON.stringify(stats)}`);
   const downloads = downloadsIn(ctx).filter((f) => !downloadsBefore.includes(f));
@@ -919,6 +934,168 @@ async function caseNoCookies() {
   });
 }
 
+// ------------------------------------------------ PdfTokenFragment safe
+
+// One visit of the f1 probe: navigate (a real navigation, so the request
+// says Sec-Fetch-Dest: document) to probe.html?n=<n><fragment>; the module
+// answers with its fragment page, whose script goes on to
+// probe.html?n=<n>&pdftoken=T#<kept>; the probe keeps its location there.
+// `n` tells this visit's probe from the previous one's.
+async function visitProbe(page, url, n) {
+  const nav = page.goto(url, { waitUntil: 'load', timeout: 20000 }).catch((e) => e);
+  const want = `?n=${n}&pdftoken=`;
+  try {
+    return await waitFor(async () => {
+      const p = await withTimeout(page.evaluate(() => window.pdftokenProbe || null),
+                                  2000, 'reading the probe');
+      return p && p.href.includes(want) ? p : null;
+    }, 20000, 'the probe page'); // a loaded machine can take seconds
+  } finally {
+    await nav;
+  }
+}
+
+// Show a fragment in a table cell or a message: JSON, long ones cut.
+function showFragment(f) {
+  const s = JSON.stringify(f);
+  return s.length > 60 ? `${s.slice(0, 40)}...(${f.length} chars)` : s;
+}
+
+async function caseFragmentTable(ctx) {
+  await runCase('f1', async (r) => {
+    const c = cfg.cases.f1;
+    const page = await newPage(ctx, r);
+    const bad = [];
+    const missed = [];
+    for (const [i, f] of c.fragments.entries()) {
+      const n = i + 1;
+      let got;
+      try {
+        got = await visitProbe(page, `${c.url}?n=${n}${f.fragment}`, n);
+      } catch (e) {
+        bad.push(`${showFragment(f.fragment)}: expected ${showFragment(f.expected)}, got no probe (${e.message})`);
+        missed.push(showFragment(f.fragment));
+        continue;
+      }
+      const frag = fragmentOf(got.href);
+      const hash = f.expected === '#' ? '' : f.expected;
+      if (frag === null || `#${frag}` !== f.expected || got.hash !== hash || !queryToken(got.href)) {
+        bad.push(`${showFragment(f.fragment)} (${f.why}): expected ${showFragment(f.expected)}, ` +
+                 `got ${frag === null ? 'no fragment' : showFragment(`#${frag}`)} ` +
+                 `(location.hash ${showFragment(got.hash)}, ${got.href.length > 200 ? 'long URL' : got.href})`);
+        missed.push(showFragment(f.fragment));
+      }
+    }
+    await sleep(300);
+    // Every visit: the fragment page (200, logged as redirect), then the
+    // probe itself with its token and matching cookie; nothing else.
+    const entries = logFor(c.path);
+    const seq = decisions(entries);
+    const count = (t) => seq.filter((x) => x === t).length;
+    const N = c.fragments.length;
+    check(r, count('redirect') === N && count('pass') === N && seq.length === 2 * N,
+          `access log: expected ${N} redirects and ${N} passes, got ${count('redirect')} ` +
+          `redirects, ${count('pass')} passes of ${seq.length}`);
+    const redirects = entries.filter((e) => e.tag === 'redirect');
+    check(r, redirects.every((e) => e.status === 200 && e.dest === 'document' && !e.token),
+          'a first visit was not answered with the 200 fragment page: ' +
+          redirects.filter((e) => e.status !== 200 || e.dest !== 'document').map((e) => e.line)[0]);
+    const passes = entries.filter((e) => e.tag === 'pass');
+    check(r, passes.every((e) => e.cookieMatch && e.status === 200),
+          'a pass without its matching cookie');
+    for (const b of bad) r.failures.push(`fragment ${b}`);
+    r.notes.push(`sec-fetch-dest of the first visits: ${[...new Set(redirects.map((e) => e.dest))].join(',')}`);
+    r.outcome = `${N - bad.length}/${N} fragments as expected` +
+      (missed.length ? `; mismatch: ${missed.join(' ')}` : '');
+    await page.close();
+  }, 150000);
+}
+
+// Wait until the viewer of the page's main frame is on page `want`.
+async function viewerOnPage(page, want, timeout = 6000) {
+  let last = null;
+  try {
+    return await waitFor(async () => {
+      last = await viewerState(page, page.mainFrame());
+      return last.page === want ? last : null;
+    }, timeout, `the viewer on page ${want}`);
+  } catch {
+    return last;
+  }
+}
+
+async function caseSafePage(ctx) {
+  await runCase('f2', async (r) => {
+    const c = cfg.cases.f2;
+    const page = await newPage(ctx, r);
+    startGoto(page, c.pageUrl);
+    const { view } = await expectInline(r, ctx, page, c, { fragment: 'page=3', redirectStatus: 200 });
+    const after = await viewerOnPage(page, 3);
+    check(r, after && after.page === 3, `the viewer is on page ${after && after.page}, expected 3`);
+    r.outcome = view ? `inline, #page=3 kept, viewer p.${after && after.page}/${after && after.pages}` : 'not inline';
+    await page.close();
+  });
+}
+
+async function caseSafeLinks(ctx) {
+  for (const [id, fragment, wantPage] of [['f3', 'page=3', 3], ['f4', '', 1]]) {
+    await runCase(id, async (r) => {
+      const c = cfg.cases[id];
+      const page = await newPage(ctx, r);
+      await page.goto(c.attacker, { waitUntil: 'load', timeout: 15000 });
+      await page.click('#go');
+      const { view, entries } = await expectInline(r, ctx, page, c, { fragment, redirectStatus: 200 });
+      const after = await viewerOnPage(page, wantPage);
+      check(r, after && after.page === wantPage, `the viewer is on page ${after && after.page}, expected ${wantPage}`);
+      await sleep(300); // a script from the fragment would have run by now
+      r.notes.push(`sec-fetch ${entries.map((e) => `${e.site}/${e.dest}`).join(',')}`);
+      r.outcome = view ? `inline, ends on "#${fragment}", viewer p.${after && after.page}` : 'not inline';
+      await page.close();
+    });
+  }
+}
+
+// A browser without JavaScript: the fragment page's <noscript> refresh
+// goes on to the tokenized URL with an empty fragment.  The link asks for
+// #page=3, so an empty fragment at the end also shows that the page's
+// script did not run.
+async function caseNoScript(mainCtx) {
+  await runCase('f5', async (r) => {
+    const c = cfg.cases.f5;
+    const own = B === 'firefox';
+    const ctx = own ? await launch('noscript', { noScript: true }) : mainCtx;
+    try {
+      const page = await newPage(ctx, r);
+      if (!own) await page.setJavaScriptEnabled(false);
+      startGoto(page, c.attackUrl);
+      const { view } = await expectInline(r, ctx, page, c, { fragment: '', redirectStatus: 200 });
+      const after = view && await viewerState(page, page.mainFrame());
+      check(r, after && after.page === 1, `the viewer is on page ${after && after.page}, expected 1`);
+      const seq = decisions(logFor(c.path));
+      r.outcome = view ? `inline, empty fragment, p.${after.page}, ${seq.filter((t) => t === 'redirect').length} page + ` +
+        `${seq.filter((t) => t === 'pass').length} pass` : 'not inline';
+      r.notes.push(own ? 'javascript.enabled=false' : 'page.setJavaScriptEnabled(false)');
+      await page.close();
+    } finally {
+      if (own) await closeBrowser(ctx);
+    }
+  });
+}
+
+async function caseStripScope(ctx) {
+  await runCase('f6', async (r) => {
+    const c = cfg.cases.f6;
+    const page = await newPage(ctx, r);
+    startGoto(page, c.pageUrl);
+    const { view } = await expectInline(r, ctx, page, c, { fragment: '', redirectStatus: 302 });
+    await sleep(300);
+    const after = await viewerState(page, page.mainFrame());
+    check(r, after.page === 1, `the viewer is on page ${after.page}, expected 1`);
+    r.outcome = view ? `inline, 302, empty fragment, p.${after.page}` : 'not inline';
+    await page.close();
+  });
+}
+
 async function closeBrowser(ctx) {
   try {
     await withTimeout(ctx.browser.close(), 20000, 'closing the browser');
@@ -946,11 +1123,19 @@ async function main() {
     await caseTwoIframes(ctx);
     await caseStale(ctx);
     await caseStaleLink(ctx);
+    // PdfTokenFragment safe, before c8: its download would count against
+    // the "nothing downloaded" checks of any later case in this browser
+    await caseFragmentTable(ctx);
+    await caseSafePage(ctx);
+    await caseSafeLinks(ctx);
+    await caseStripScope(ctx);
+    if (B === 'chromium') await caseNoScript(ctx);
     await caseCrossSiteIframe(ctx);
   } finally {
     await closeBrowser(ctx);
   }
   if (!cfg.only || cfg.only.includes('c5')) await caseNoCookies();
+  if (B === 'firefox' && (!cfg.only || cfg.only.includes('f5'))) await caseNoScript(null);
   writeResults();
 }
 

@@ -23,7 +23,14 @@ the sink and listed in the `net` row.  Without root, the sink alone guards,
 and any request it catches fails the run.
 
 Every case runs in both browsers; its documents live under /<browser>/<case>/
-so that the access log tells the cases apart.  The run prints a table
+so that the access log tells the cases apart.  Cases c1-c8 run in the
+default scope (PdfTokenFragment strip); f1-f5 in scopes with
+`PdfTokenFragment safe`: f1 opens a small HTML probe (PdfTokenTypes
+text/html) once per row of t/browser/fragments.json, the sanitiser's rules
+as a table, and compares the fragment the probe ends with to the row's
+expected value; f2-f5 open real PDFs through the fragment page (kept
+#page=3 shown by the viewer, hostile fragments dropped, JavaScript off);
+f6 is the same visit as f2 in the default scope.  The run prints a table
 (case x browser -> outcome), the browser versions and a closing
 `N passed, N failed` line, and exits non-zero on any failure.  Nothing is
 skipped: a missing browser or puppeteer-core is a failure (`make browser`
@@ -36,6 +43,7 @@ installs them).
 """
 
 import argparse
+import html
 import json
 import os
 import re
@@ -59,7 +67,7 @@ BROWSERS = {
     "chromium": "/usr/bin/chromium",
     "firefox": "/usr/lib/firefox-esr/firefox-esr",
 }
-NODE_TIMEOUT = 120  # seconds for one browser's whole run
+NODE_TIMEOUT = 240  # seconds for one browser's whole run
 
 # Case id -> title, in the order of the summary table.
 CASES = [
@@ -74,11 +82,18 @@ CASES = [
     ("c7a", "own stale tokenized URL (bookmark) heals"),
     ("c7b", "stale tokenized link from elsewhere heals"),
     ("c8", "cross-site iframe from attacker page"),
+    ("f1", "PdfTokenFragment safe: fragments.json table via probe"),
+    ("f2", "safe: doc.pdf#page=3 typed, opens on page 3"),
+    ("f3", "safe: link to doc.pdf#page=3&x=javascript:..."),
+    ("f4", "safe: link to doc.pdf#FDF=javascript:..."),
+    ("f5", "safe, JavaScript off: inline, empty fragment"),
+    ("f6", "default (strip) scope: doc.pdf#page=3 -> 302, p.1"),
     ("net", "no request left loopback"),
 ]
 
 ATTACK = "#x=javascript:alert(document.domain)"
 PROBE_ATTACK = "#x=javascript:alert(1)"
+FRAGMENTS = HERE / "fragments.json"
 
 LOG_FORMAT = (
     'LogFormat "%{usec}t %>s %{PDFTOKEN}e \\"%r\\" \\"%{Cookie}i\\" '
@@ -98,6 +113,17 @@ document.getElementById("hash").textContent = JSON.stringify(h);
 fetch("report.txt?hash=" + encodeURIComponent(h)).catch(function () {});
 var m = /javascript:(.*)$/.exec(decodeURIComponent(h));
 if (m) { setTimeout(function () { eval(m[1]); }, 0); }
+</script>
+"""
+
+# The f1 probe: a protected HTML page in a PdfTokenFragment safe scope that
+# keeps what the fragment page handed it for the test to read.  It never
+# runs or shows the fragment.
+FRAGMENT_PROBE_HTML = """<!doctype html>
+<meta charset="utf-8"><title>fragment table probe</title>
+<p>kept fragment probe</p>
+<script>
+window.pdftokenProbe = { href: location.href, hash: location.hash };
 </script>
 """
 
@@ -224,6 +250,41 @@ def leak_target(request_line):
 
 # --------------------------------------------------------------- setup
 
+def expand(value):
+    """A fragments.json value: a string, or a list of strings and
+    [string, count] pairs (that string repeated count times)."""
+    if isinstance(value, str):
+        return value
+    out = []
+    for part in value:
+        if isinstance(part, str):
+            out.append(part)
+        elif (isinstance(part, list) and len(part) == 2
+              and isinstance(part[0], str) and isinstance(part[1], int)
+              and part[1] > 0):
+            out.append(part[0] * part[1])
+        else:
+            raise SystemExit("%s: bad part %r" % (FRAGMENTS, part))
+    return "".join(out)
+
+
+def load_fragments():
+    """The sanitiser's table, expanded: [{fragment, expected, why}]."""
+    table = json.loads(FRAGMENTS.read_text("utf-8"))["fragments"]
+    out = []
+    for row in table:
+        f = {"fragment": expand(row["fragment"]),
+             "expected": expand(row["expected"]), "why": row["why"]}
+        if not f["fragment"].startswith("#") \
+                or not f["expected"].startswith("#") or not f["why"]:
+            raise SystemExit("%s: bad row %r" % (FRAGMENTS, row))
+        out.append(f)
+    if len(out) < 30 or len(set(f["fragment"] for f in out)) != len(out):
+        raise SystemExit("%s: needs 30 or more distinct fragments"
+                         % FRAGMENTS)
+    return out
+
+
 def httpd_config(browsers):
     lines = [LOG_FORMAT,
              '<Directory "@DOCROOT@">',
@@ -246,6 +307,14 @@ def httpd_config(browsers):
             "    PdfTokenTimeout 2",
             "</Directory>",
         ]
+        # PdfTokenFragment safe (f1 protects its HTML probe too); f6
+        # stays in the default (strip) scope
+        for case in ("f1", "f2", "f3", "f4", "f5"):
+            lines += ['<Directory "@DOCROOT@/%s/%s">' % (b, case),
+                      "    PdfTokenFragment safe"]
+            if case == "f1":
+                lines.append("    PdfTokenTypes application/pdf text/html")
+            lines.append("</Directory>")
     return "\n".join(lines) + "\n"
 
 
@@ -337,6 +406,27 @@ def build_site(httpd, attacker, b):
         "attacker c8", '<iframe id="victim" src="%s" width="700" '
         'height="400"></iframe>' % c["attackUrl"])
     c["attacker"] = attacker.url("/%s/c8.html" % b)
+
+    # PdfTokenFragment safe
+    rel = "%s/f1/probe.html" % b
+    httpd.write(rel, FRAGMENT_PROBE_HTML)
+    cases["f1"] = {"path": "/" + rel, "url": srv + "/" + rel,
+                   "fragments": load_fragments()}
+    # 5 pages, so that page 3 can scroll to the top of the viewer
+    c = cases["f2"] = pdf("f2", pages=5)
+    c["pageUrl"] = c["url"] + "#page=3"
+    for case, frag in (("f3", "#page=3&x=javascript:alert(document.domain)"),
+                       ("f4", "#FDF=javascript:alert(document.domain)")):
+        c = cases[case] = pdf(case, pages=5)
+        c["attackUrl"] = c["url"] + frag
+        attacker.pages["/%s/%s.html" % (b, case)] = page(
+            "attacker " + case, '<a id="go" href="%s">read the report</a>'
+            % html.escape(c["attackUrl"]))
+        c["attacker"] = attacker.url("/%s/%s.html" % (b, case))
+    c = cases["f5"] = pdf("f5", pages=5)
+    c["attackUrl"] = c["url"] + "#page=3&x=javascript:alert(document.domain)"
+    c = cases["f6"] = pdf("f6", pages=5)
+    c["pageUrl"] = c["url"] + "#page=3"
     return cases
 
 
