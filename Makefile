@@ -41,6 +41,30 @@ install: $(MODULE)
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$$($(APXS) -q LIBEXECDIR) \
 	    -n pdftoken mod_pdftoken.la
 
+# The Debian package, built by dpkg-buildpackage in a clean copy of the
+# sources under $(BUILD)/deb (the work tree is never cleaned or written to);
+# the .deb lands in $(BUILD).
+DEB_SOURCES := Makefile mod_pdftoken.c token.c token.h LICENSE README.md \
+               conf docs debian
+
+.PHONY: deb deploy-test
+deb:
+	@sh t/deps.sh build deb
+	rm -rf $(BUILD)/deb $(BUILD)/libapache2-mod-pdftoken_*.deb
+	mkdir -p $(BUILD)/deb/src
+	cp -a $(DEB_SOURCES) $(BUILD)/deb/src/
+	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
+	mv $(BUILD)/deb/libapache2-mod-pdftoken_*.deb $(BUILD)/
+	@ls $(BUILD)/libapache2-mod-pdftoken_*.deb
+
+# Installs that package into this machine's apache2 (dpkg -i, a2enmod),
+# serves a PDF through it on 127.0.0.1, and puts the machine back as it
+# was.  Needs root, like CI.
+deploy-test: deb
+	@sh t/deps.sh integration
+	PDFTOKEN_DEB="$$(ls $(BUILD)/libapache2-mod-pdftoken_*.deb)" \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider t/deploy
+
 deps:
 	@sh t/deps.sh build unit fuzz integration
 
@@ -86,12 +110,103 @@ $(BUILD)/bench_token: token.c token.h t/bench/bench_token.c
 bench-token: $(BUILD)/bench_token
 	$(BUILD)/bench_token
 
+.PHONY: bench bench-smoke bench-deps
+
+bench-deps:
+	@sh t/deps.sh build integration bench
+
+# wrk and callgrind against a real httpd on 127.0.0.1, one scope per
+# scenario (t/bench/bench.py): about 10 minutes, then the table goes into
+# BENCHMARKS.md.  Run it on a quiet machine.
+bench: bench-deps $(MODULE) $(BUILD)/bench_token
+	$(PYTHON) t/bench/bench.py --out BENCHMARKS.md
+
+# Every part of `bench` for a few seconds; fails only when one of them
+# produced no numbers.  Under 2 minutes.
+bench-smoke: bench-deps $(MODULE) $(BUILD)/bench_token
+	$(PYTHON) t/bench/bench.py --smoke
+
 # The whole integration suite, once per MPM.
 integration: deps $(MODULE)
 	PDFTOKEN_MPM=event $(PYTHON) -m pytest -q -p no:cacheprovider t/integration
 	PDFTOKEN_MPM=prefork $(PYTHON) -m pytest -q -p no:cacheprovider t/integration
 
-test: deps unit integration
+.PHONY: hostile asan-module test-asan test-valgrind soak
+
+# The hostile-request corpus (t/hostile/corpus.txt), over raw sockets to a
+# real httpd, once per MPM.
+hostile: deps $(MODULE)
+	PDFTOKEN_MPM=event $(PYTHON) -m pytest -q -p no:cacheprovider t/hostile
+	PDFTOKEN_MPM=prefork $(PYTHON) -m pytest -q -p no:cacheprovider t/hostile
+
+# The module under ASan and UBSan, for Debian's uninstrumented apache2.
+# gcc, because its sanitizer runtimes are shared libraries: the module
+# links them, and the harness preloads libasan into apache2 (the ASan
+# runtime must come first).  Same sources and apxs flags as the real
+# module, same exported symbol.
+ASAN_CC ?= gcc
+ASAN_MODULE := $(BUILD)/asan/mod_pdftoken.so
+SAN_ENV = PDFTOKEN_MODULE=$(CURDIR)/$(ASAN_MODULE) \
+    PDFTOKEN_HTTPD_PRELOAD=$$($(ASAN_CC) -print-file-name=libasan.so) \
+    PDFTOKEN_SANITIZER_LOG_DIR=$(CURDIR)/$(BUILD)/sanitizer \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+$(ASAN_MODULE): mod_pdftoken.c token.c token.h
+	@mkdir -p $(BUILD)/asan
+	@printf '{ global: pdftoken_module; local: *; };\n' \
+	    > $(BUILD)/asan/exports.map
+	$(ASAN_CC) -shared -fPIC $$($(APXS) -q CFLAGS) \
+	    $$($(APXS) -q EXTRA_CPPFLAGS) -I$$($(APXS) -q INCLUDEDIR) \
+	    -I$$($(APXS) -q APR_INCLUDEDIR) $(WARN) -g -O1 $(SAN) \
+	    -Wl,--version-script=$(BUILD)/asan/exports.map \
+	    -o $@ mod_pdftoken.c token.c -lcrypto
+
+asan-module: $(ASAN_MODULE)
+
+# The whole integration suite and the hostile corpus with the ASan module
+# loaded, once per MPM.  Any ASan or UBSan report fails the server's
+# tests; copies land in $(BUILD)/sanitizer.
+test-asan: deps $(ASAN_MODULE)
+	rm -rf $(BUILD)/sanitizer
+	$(SAN_ENV) PDFTOKEN_MPM=event \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider t/integration t/hostile
+	$(SAN_ENV) PDFTOKEN_MPM=prefork \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider t/integration t/hostile
+
+# One httpd (-X) under valgrind --leak-check=full, a request mix (R1 to R5
+# and the hostile corpus); fails on any invalid read or write and on any
+# leak whose stack passes through the module.  Slow: not part of `test`.
+test-valgrind: $(MODULE)
+	@sh t/deps.sh integration bench
+	$(PYTHON) t/hostile/valgrind_run.py --module $(CURDIR)/$(MODULE)
+
+# 60 s of wrk with 256 connections of mixed traffic against event, then
+# prefork, with a graceful restart every 15 s, and each again without
+# restarts as the control (t/soak/soak.py).  About 5 minutes; not for CI.
+soak: $(MODULE)
+	@sh t/deps.sh integration bench
+	$(PYTHON) t/soak/soak.py --control --module $(CURDIR)/$(MODULE)
+
+.PHONY: browser browser-deps
+
+browser-deps:
+	@sh t/deps.sh build integration browser
+
+# puppeteer-core from the lock file; npm ci again when either file is newer
+# than the install.  --ignore-scripts: nothing may download a browser.
+BROWSER_NODE := t/browser/node_modules/.package-lock.json
+$(BROWSER_NODE): t/browser/package.json t/browser/package-lock.json
+	npm ci --prefix t/browser --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+# Both attacks and every visitor's path in Debian's Chromium (CDP) and
+# Firefox ESR (WebDriver BiDi), driven by puppeteer-core: t/browser/run.py.
+# About 2 minutes.
+browser: browser-deps $(MODULE) $(BROWSER_NODE)
+	$(PYTHON) t/browser/run.py
+
+test: deps unit integration hostile deploy-test browser
 
 demo: deps $(MODULE)
 	$(PYTHON) t/demo/demo.py --port $(PORT)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages that a group of make targets needs.
 # Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench
-#                              browser)
+#                              browser deb)
 # As root, missing packages are installed with apt-get; otherwise the exact
 # command is printed and the script fails, so nothing half-runs.
 set -eu
@@ -11,6 +11,9 @@ pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
 pkgs_integration="apache2 python3 python3-pytest curl openssl"
 pkgs_bench="wrk valgrind"
+# `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
+# dh_apache2 (in apache2-dev, from the build group).
+pkgs_deb="debhelper dpkg-dev fakeroot build-essential"
 # Debian's browsers for t/browser; Node.js and npm (to install puppeteer-core)
 # only when no node/npm is on PATH already.
 pkgs_browser="chromium firefox-esr"

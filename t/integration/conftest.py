@@ -4,6 +4,10 @@
     PDFTOKEN_MODULE   the module to load (default <repo>/.libs/mod_pdftoken.so)
     PDFTOKEN_MPM      event (default) or prefork
     PDFTOKEN_KEEP_TMP keep the server directories under /tmp for a post-mortem
+    PDFTOKEN_HTTPD_PRELOAD  LD_PRELOAD for apache2 (a sanitizer runtime, for a
+                      module built with ASan/UBSan: make test-asan); every
+                      ASan/UBSan report then fails the server's tests
+    PDFTOKEN_SANITIZER_LOG_DIR  also keep a copy of every report there
 
 Each test module builds its servers with the module-scoped `pool` (one
 server per module where possible, to keep the run fast); tests that need a
@@ -24,8 +28,11 @@ import harness  # noqa: E402
 
 
 def pytest_report_header(config):
-    return "mod_pdftoken integration: MPM=%s module=%s" % (harness.MPM,
-                                                           harness.MODULE)
+    header = "mod_pdftoken integration: MPM=%s module=%s" % (harness.MPM,
+                                                             harness.MODULE)
+    if harness.HTTPD_PRELOAD:
+        header += " preload=%s" % harness.HTTPD_PRELOAD
+    return header
 
 
 @pytest.fixture(scope="session")
