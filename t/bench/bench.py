@@ -1118,7 +1118,8 @@ def report(rep, args, sizes, groups, rounds, ir, control, verify_ratio,
     for k, v in machine():
         out("- %s: %s" % (k, v))
     out("- load average (1, 5, 15 min): %s at the start, %s at the end; "
-        "1-min load at most %s during the run"
+        "1-min load at most %s during the run (wrk's and httpd's own "
+        "threads count)"
         % (" ".join(loads[0]), " ".join(loads[-1]),
            max(loads, key=lambda v: float(v[0]))[0]))
     if float(loads[0][0]) >= QUIET_LOAD:
