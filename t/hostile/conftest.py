@@ -12,31 +12,11 @@ the tokens the tests saw or minted.
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-import harness  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import pool, workdir  # noqa: E402,F401
 
 
 def pytest_report_header(config):
-    header = "mod_pdftoken hostile corpus: MPM=%s module=%s" % (
-        harness.MPM, harness.MODULE)
-    if harness.HTTPD_PRELOAD:
-        header += " preload=%s" % harness.HTTPD_PRELOAD
-    return header
-
-
-@pytest.fixture(scope="session")
-def workdir():
-    d = harness.make_workdir()
-    yield d
-    harness.remove_workdir(d)
-
-
-@pytest.fixture(scope="module")
-def pool(workdir, request):
-    pool = harness.ServerPool(workdir / request.module.__name__)
-    yield pool
-    problems = pool.close()
-    assert not problems, "server logs show problems:\n" + "\n".join(problems)
+    return fixtures.report_header("hostile corpus")

@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The server fixtures shared by t/integration and t/hostile.
+
+Each test module builds its servers with the module-scoped `pool` (one
+server per module where possible, to keep the run fast); tests that need a
+server of their own use the function-scoped `fresh_pool`.  When a pool
+closes, every server is stopped and its logs must show no crashed child,
+no sanitizer report and none of the tokens the tests saw or minted.
+"""
+
+import re
+
+import pytest
+
+import harness
+
+
+def report_header(suite):
+    header = "mod_pdftoken %s: MPM=%s module=%s" % (suite, harness.MPM,
+                                                    harness.MODULE)
+    if harness.HTTPD_PRELOAD:
+        header += " preload=%s" % harness.HTTPD_PRELOAD
+    return header
+
+
+@pytest.fixture(scope="session")
+def workdir():
+    d = harness.make_workdir()
+    yield d
+    harness.remove_workdir(d)
+
+
+def _pool(workdir, name):
+    pool = harness.ServerPool(workdir / name)
+    yield pool
+    problems = pool.close()
+    assert not problems, "server logs show problems:\n" + "\n".join(problems)
+
+
+@pytest.fixture(scope="module")
+def pool(workdir, request):
+    yield from _pool(workdir, request.module.__name__)
+
+
+@pytest.fixture
+def fresh_pool(workdir, request):
+    yield from _pool(workdir, re.sub(r"[^A-Za-z0-9_.-]", "_",
+                                     request.node.name)[:60])
