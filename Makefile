@@ -7,6 +7,8 @@ PYTHON ?= /usr/bin/python3
 PORT ?= 8080
 FUZZ_SECONDS ?= 60
 DESTDIR ?=
+# Extra -D flags for the module, e.g. DEFS=-DPDFTOKEN_EVP_MAC (README).
+DEFS ?=
 
 BUILD := build
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
@@ -28,7 +30,7 @@ all: $(MODULE)
 $(MODULE): mod_pdftoken.c token.c token.h
 	@mkdir -p $(BUILD)
 	@printf '{ global: pdftoken_module; local: *; };\n' > $(BUILD)/exports.map
-	$(APXS) -c $(addprefix -Wc$(comma),$(WARN)) \
+	$(APXS) -c $(DEFS) $(addprefix -Wc$(comma),$(WARN)) \
 	    -Wl,-Wl$(comma)--version-script=$(BUILD)/exports.map \
 	    -o mod_pdftoken.so mod_pdftoken.c token.c -lcrypto
 
@@ -73,13 +75,21 @@ $(BUILD)/test_token: token.c token.h t/unit/test_token.c
 	$(CC) -g -O1 $(WARN) -I. token.c t/unit/test_token.c -o $@ \
 	    $(CHECK_LIBS) -lcrypto
 
+# The same suite on the EVP_MAC build of the HMAC (token.c, -DPDFTOKEN_EVP_MAC),
+# the one a libcrypto without deprecated APIs, or a FIPS site, gets.
+$(BUILD)/test_token_evp: token.c token.h t/unit/test_token.c
+	@mkdir -p $(BUILD)
+	$(CC) -g -O1 $(WARN) -DPDFTOKEN_EVP_MAC -I. token.c t/unit/test_token.c \
+	    -o $@ $(CHECK_LIBS) -lcrypto
+
 $(BUILD)/test_token_asan: token.c token.h t/unit/test_token.c
 	@mkdir -p $(BUILD)
 	$(CLANG) -g -O1 $(WARN) $(SAN) -I. token.c t/unit/test_token.c \
 	    -o $@ $(CHECK_LIBS) -lcrypto
 
-unit: deps $(BUILD)/test_token
+unit: deps $(BUILD)/test_token $(BUILD)/test_token_evp
 	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) $(BUILD)/test_token
+	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) $(BUILD)/test_token_evp
 
 unit-asan: deps $(BUILD)/test_token_asan
 	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) CK_FORK=no \

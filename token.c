@@ -9,11 +9,31 @@
 
 #include <string.h>
 
-#include <openssl/core_names.h>
+/*
+ * The HMAC is computed from prepared SHA-256 states (see "keys" below)
+ * through OpenSSL's low-level SHA256_* functions.  OpenSSL 3 marks them
+ * deprecated but ships them in every default build; this file asks for the
+ * 1.1.1 API level so that they are declared without a warning.  A libcrypto
+ * built with no-deprecated, or a site that wants every digest to go through
+ * a provider (FIPS), builds with -DPDFTOKEN_EVP_MAC and gets the EVP_MAC
+ * implementation instead: same tags, about twice the cost per MAC.
+ */
+#define OPENSSL_API_COMPAT 10101
+
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#if defined(OPENSSL_NO_DEPRECATED) && !defined(PDFTOKEN_EVP_MAC)
+#define PDFTOKEN_EVP_MAC
+#endif
+
+#ifdef PDFTOKEN_EVP_MAC
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
-#include <openssl/rand.h>
+#else
+#include <openssl/sha.h>
+#endif
 
 /* Offsets of the fields in the raw (decoded) token. */
 #define OFF_VERSION 0
@@ -47,39 +67,150 @@ const char *pdftoken_status_str(pdftoken_status st)
 
 /* ---- keys ------------------------------------------------------------ */
 
-pdftoken_status pdftoken_key_init(pdftoken_key *key,
-                                  const unsigned char *secret, size_t len)
+#ifdef PDFTOKEN_EVP_MAC
+
+/* The keyed EVP_MAC context is made once; every MAC duplicates it, so the
+ * original stays untouched and one key serves every thread at once. */
+static void *prepare_key(const unsigned char *secret, size_t len)
 {
     EVP_MAC *mac;
-    EVP_MAC_CTX *ctx = NULL;
+    EVP_MAC_CTX *ctx;
     OSSL_PARAM params[2];
     char digest[] = "SHA256";
 
-    key->mac = NULL;
-    if (len == 0) {
-        return PDFTOKEN_SHORT_SECRET;
-    }
     mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     if (mac == NULL) {
-        return PDFTOKEN_CRYPTO_ERROR;
+        return NULL;
     }
     ctx = EVP_MAC_CTX_new(mac);
     /* The context holds its own reference to the algorithm. */
     EVP_MAC_free(mac);
     if (ctx == NULL) {
-        return PDFTOKEN_CRYPTO_ERROR;
+        return NULL;
     }
     params[0] =
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
     params[1] = OSSL_PARAM_construct_end();
-    /* Keying here computes the HMAC pads once; every MAC duplicates the
-     * keyed context instead of re-deriving them from the secret. */
     if (!EVP_MAC_init(ctx, secret, len, params)) {
         EVP_MAC_CTX_free(ctx);
-        return PDFTOKEN_CRYPTO_ERROR;
+        return NULL;
     }
-    key->mac = ctx;
-    return PDFTOKEN_OK;
+    return ctx;
+}
+
+/* Freeing the context clears the key material OpenSSL holds. */
+static void release_key(void *prepared)
+{
+    EVP_MAC_CTX_free((EVP_MAC_CTX *)prepared);
+}
+
+static int mac_prepared(const void *prepared, const unsigned char *a,
+                        size_t alen, const unsigned char *b, size_t blen,
+                        unsigned char out[PDFTOKEN_HMAC_LEN])
+{
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup((const EVP_MAC_CTX *)prepared);
+    size_t outlen = 0;
+    int ok;
+
+    if (ctx == NULL) {
+        return 0;
+    }
+    ok = EVP_MAC_update(ctx, a, alen)
+         && (blen == 0 || EVP_MAC_update(ctx, b, blen))
+         && EVP_MAC_final(ctx, out, &outlen, PDFTOKEN_HMAC_LEN)
+         && outlen == PDFTOKEN_HMAC_LEN;
+    EVP_MAC_CTX_free(ctx);
+    return ok;
+}
+
+#else /* !PDFTOKEN_EVP_MAC */
+
+/*
+ * HMAC-SHA256 (RFC 2104) is SHA256((K ^ opad) || SHA256((K ^ ipad) || m)).
+ * The first block of each of the two hashes depends on the key alone, so
+ * the key keeps the two SHA-256 states that follow those blocks.  A MAC
+ * copies them (a struct assignment) and hashes only the message: for a
+ * token, three compressions and no allocation, where EVP_MAC_CTX_dup
+ * allocates, copies, cleanses and frees five objects per MAC.
+ */
+typedef struct {
+    SHA256_CTX inner; /* after the block K ^ ipad */
+    SHA256_CTX outer; /* after the block K ^ opad */
+} hmac_pads;
+
+static void *prepare_key(const unsigned char *secret, size_t len)
+{
+    unsigned char k[SHA256_CBLOCK], pad[SHA256_CBLOCK];
+    hmac_pads *pads;
+    size_t i;
+    int ok = 1;
+
+    memset(k, 0, sizeof(k));
+    /* RFC 2104: a key longer than the block is replaced by its hash. */
+    if (len > sizeof(k)) {
+        ok = SHA256(secret, len, k) != NULL;
+    }
+    else {
+        memcpy(k, secret, len);
+    }
+    pads = OPENSSL_zalloc(sizeof(*pads));
+    for (i = 0; i < sizeof(pad); i++) {
+        pad[i] = k[i] ^ 0x36;
+    }
+    ok = ok && pads != NULL && SHA256_Init(&pads->inner)
+         && SHA256_Update(&pads->inner, pad, sizeof(pad));
+    for (i = 0; i < sizeof(pad); i++) {
+        pad[i] = k[i] ^ 0x5c;
+    }
+    ok = ok && SHA256_Init(&pads->outer)
+         && SHA256_Update(&pads->outer, pad, sizeof(pad));
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
+    if (!ok) {
+        OPENSSL_clear_free(pads, sizeof(*pads));
+        return NULL;
+    }
+    return pads;
+}
+
+static void release_key(void *prepared)
+{
+    OPENSSL_clear_free(prepared, sizeof(hmac_pads));
+}
+
+static int mac_prepared(const void *prepared, const unsigned char *a,
+                        size_t alen, const unsigned char *b, size_t blen,
+                        unsigned char out[PDFTOKEN_HMAC_LEN])
+{
+    const hmac_pads *pads = prepared;
+    SHA256_CTX c = pads->inner;
+    unsigned char inner[SHA256_DIGEST_LENGTH];
+    int ok;
+
+    ok = SHA256_Update(&c, a, alen) && (blen == 0 || SHA256_Update(&c, b, blen))
+         && SHA256_Final(inner, &c);
+    c = pads->outer;
+    ok = ok && SHA256_Update(&c, inner, sizeof(inner)) && SHA256_Final(out, &c);
+    /* Once Final has run, c holds the tag, not the keyed state, and Final
+     * wipes its block buffer itself; only the inner digest is left. */
+    OPENSSL_cleanse(inner, sizeof(inner));
+    if (!ok) {
+        OPENSSL_cleanse(&c, sizeof(c));
+    }
+    return ok;
+}
+
+#endif /* PDFTOKEN_EVP_MAC */
+
+pdftoken_status pdftoken_key_init(pdftoken_key *key,
+                                  const unsigned char *secret, size_t len)
+{
+    key->mac = NULL;
+    if (len == 0) {
+        return PDFTOKEN_SHORT_SECRET;
+    }
+    key->mac = prepare_key(secret, len);
+    return key->mac != NULL ? PDFTOKEN_OK : PDFTOKEN_CRYPTO_ERROR;
 }
 
 pdftoken_status pdftoken_key_load(pdftoken_key *key, const unsigned char *bytes,
@@ -119,8 +250,9 @@ pdftoken_status pdftoken_key_generate(pdftoken_key *key)
 
 void pdftoken_key_wipe(pdftoken_key *key)
 {
-    /* Freeing the context clears the key material OpenSSL holds. */
-    EVP_MAC_CTX_free((EVP_MAC_CTX *)key->mac);
+    if (key->mac != NULL) {
+        release_key(key->mac);
+    }
     key->mac = NULL;
 }
 
@@ -130,25 +262,12 @@ static pdftoken_status mac2(const pdftoken_key *key, const unsigned char *a,
                             size_t alen, const unsigned char *b, size_t blen,
                             unsigned char out[PDFTOKEN_HMAC_LEN])
 {
-    EVP_MAC_CTX *ctx;
-    size_t outlen = 0;
-    int ok;
-
     if (key == NULL || key->mac == NULL) {
         return PDFTOKEN_CRYPTO_ERROR;
     }
-    /* Duplicate the keyed context: the original stays untouched, so one
-     * key serves every thread of the server at once. */
-    ctx = EVP_MAC_CTX_dup((const EVP_MAC_CTX *)key->mac);
-    if (ctx == NULL) {
-        return PDFTOKEN_CRYPTO_ERROR;
-    }
-    ok = EVP_MAC_update(ctx, a, alen)
-         && (blen == 0 || EVP_MAC_update(ctx, b, blen))
-         && EVP_MAC_final(ctx, out, &outlen, PDFTOKEN_HMAC_LEN)
-         && outlen == PDFTOKEN_HMAC_LEN;
-    EVP_MAC_CTX_free(ctx);
-    return ok ? PDFTOKEN_OK : PDFTOKEN_CRYPTO_ERROR;
+    return mac_prepared(key->mac, a, alen, b, blen, out)
+               ? PDFTOKEN_OK
+               : PDFTOKEN_CRYPTO_ERROR;
 }
 
 pdftoken_status pdftoken_hmac(const pdftoken_key *key, const unsigned char *msg,
@@ -190,55 +309,73 @@ size_t pdftoken_b64url_encode(const unsigned char *in, size_t len, char *out)
     return o;
 }
 
-/* Value of one base64url character, or -1.  A range test rather than a
- * table lookup keeps signed chars and bytes above 0x7f out of any index. */
-static int b64url_value(unsigned char c)
+/* Each base64url character's value plus one; every other byte, including
+ * those above 0x7f, is zero.  Indexed by unsigned char, so one lookup both
+ * decodes and refuses. */
+static const unsigned char b64url_values[256] = {
+    ['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,
+    ['G'] = 7,  ['H'] = 8,  ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12,
+    ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18,
+    ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
+    ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30,
+    ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36,
+    ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
+    ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48,
+    ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54,
+    ['2'] = 55, ['3'] = 56, ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60,
+    ['8'] = 61, ['9'] = 62, ['-'] = 63, ['_'] = 64};
+
+/* Value of the character in[i], or -1 for a byte outside the alphabet. */
+static long b64url_value(const char *in, size_t i)
 {
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '-') {
-        return 62;
-    }
-    if (c == '_') {
-        return 63;
-    }
-    return -1;
+    return (long)b64url_values[(unsigned char)in[i]] - 1;
 }
 
 long pdftoken_b64url_decode(const char *in, size_t len, unsigned char *out,
                             size_t outcap)
 {
     size_t i, o = 0, rem = len % 4;
-    unsigned long acc = 0;
-    int bits = 0;
+    long a, b, c, d, v;
 
     /* One dangling character carries only six bits: no byte. */
     if (rem == 1 || (len / 4) * 3 + (rem ? rem - 1 : 0) > outcap) {
         return -1;
     }
-    for (i = 0; i < len; i++) {
-        int v = b64url_value((unsigned char)in[i]);
-        if (v < 0) {
+    /* Four characters make three bytes.  An invalid character is -1,
+     * which sets the sign bit of the OR of the four values. */
+    for (i = 0; i + 4 <= len; i += 4) {
+        a = b64url_value(in, i);
+        b = b64url_value(in, i + 1);
+        c = b64url_value(in, i + 2);
+        d = b64url_value(in, i + 3);
+        if ((a | b | c | d) < 0) {
             return -1;
         }
-        acc = ((acc << 6) | (unsigned long)v) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)((acc >> bits) & 0xff);
-        }
+        v = (a << 18) | (b << 12) | (c << 6) | d;
+        out[o++] = (unsigned char)(v >> 16);
+        out[o++] = (unsigned char)(v >> 8);
+        out[o++] = (unsigned char)v;
     }
-    /* The bits left over must be zero, or two strings would decode to the
-     * same bytes and the encoding would not be canonical. */
-    if ((acc & ((1UL << bits) - 1)) != 0) {
+    if (rem == 0) {
+        return (long)o;
+    }
+    /* Two or three characters are left, for one or two bytes. */
+    a = b64url_value(in, i);
+    b = b64url_value(in, i + 1);
+    c = rem == 3 ? b64url_value(in, i + 2) : 0;
+    if ((a | b | c) < 0) {
         return -1;
+    }
+    v = (a << 18) | (b << 12) | (c << 6);
+    /* The bits below the last whole byte must be zero, or two strings
+     * would decode to the same bytes and the encoding would not be
+     * canonical. */
+    if ((v & (rem == 2 ? 0xffff : 0xff)) != 0) {
+        return -1;
+    }
+    out[o++] = (unsigned char)(v >> 16);
+    if (rem == 3) {
+        out[o++] = (unsigned char)(v >> 8);
     }
     return (long)o;
 }
@@ -313,6 +450,22 @@ pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
         return PDFTOKEN_CRYPTO_ERROR;
     }
     return pdftoken_mint_nonce(key, path, pathlen, expiry, nonce, out);
+}
+
+pdftoken_status pdftoken_nonce_take(pdftoken_nonce_pool *pool,
+                                    unsigned char nonce[PDFTOKEN_NONCE_LEN])
+{
+    if (pool->left == 0 || pool->left > PDFTOKEN_NONCE_BATCH) {
+        pool->left = 0;
+        if (RAND_bytes(pool->bytes, sizeof(pool->bytes)) != 1) {
+            return PDFTOKEN_CRYPTO_ERROR;
+        }
+        pool->left = PDFTOKEN_NONCE_BATCH;
+    }
+    pool->left--;
+    memcpy(nonce, pool->bytes + pool->left * PDFTOKEN_NONCE_LEN,
+           PDFTOKEN_NONCE_LEN);
+    return PDFTOKEN_OK;
 }
 
 pdftoken_status pdftoken_verify(const pdftoken_key *keys, size_t nkeys,
@@ -444,22 +597,41 @@ static void trim_cookie_space(const char *s, size_t *b, size_t *e)
     }
 }
 
+/* Position of the first c in s[from..len), or len. */
+static size_t next_byte(const char *s, size_t from, size_t len, char c)
+{
+    const char *p = memchr(s + from, c, len - from);
+
+    return p ? (size_t)(p - s) : len;
+}
+
 int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen)
 {
-    size_t start = 0;
+    size_t start = 0, semi, comma;
     int found = 0;
 
-    while (start < len) {
-        size_t end = start, eq, ns, ne, vs, ve;
+    if (header == NULL || len == 0) {
+        return 0;
+    }
 
-        /* One pair runs to the next ';' or ','.  RFC 6265 values hold
-         * neither, and ',' is what joins repeated Cookie header lines. */
-        while (end < len && header[end] != ';' && header[end] != ',') {
-            end++;
+    /* One pair runs to the next ';' or ','.  RFC 6265 values hold neither,
+     * and ',' is what joins repeated Cookie header lines.  The next of
+     * each is found with memchr and kept until the walk passes it, so the
+     * header is scanned once however the two are mixed. */
+    semi = next_byte(header, 0, len, ';');
+    comma = next_byte(header, 0, len, ',');
+    while (start < len) {
+        size_t end, eq, ns, ne, vs, ve;
+
+        if (semi < start) {
+            semi = next_byte(header, start, len, ';');
         }
-        for (eq = start; eq < end && header[eq] != '='; eq++) {
+        if (comma < start) {
+            comma = next_byte(header, start, len, ',');
         }
+        end = semi < comma ? semi : comma;
+        eq = next_byte(header, start, end, '=');
         ns = start;
         ne = eq;
         vs = eq + 1;

@@ -82,14 +82,14 @@ typedef enum {
 } pdftoken_status;
 
 /*
- * A prepared HMAC-SHA256 key.  The key's inner and outer pads are computed
- * once, when the key is initialised; every MAC afterwards duplicates that
- * state, which takes about half the time of a one-shot HMAC() (a quarter
- * of its instructions).  A key is only read after initialisation, so one
- * key may be used by many threads.
+ * A prepared HMAC-SHA256 key.  The SHA-256 states after the key's inner
+ * and outer pad blocks are computed once, when the key is initialised;
+ * every MAC copies them and hashes only the message, with no allocation.
+ * A key is only read after initialisation, so one key may be used by many
+ * threads.
  */
 typedef struct pdftoken_key {
-    void *mac; /* EVP_MAC_CTX *, opaque to callers */
+    void *mac; /* the prepared state, opaque to callers */
 } pdftoken_key;
 
 /* Human-readable name of a status, for log messages. */
@@ -145,6 +145,27 @@ pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
 pdftoken_status pdftoken_mint_nonce(
     const pdftoken_key *key, const char *path, size_t pathlen, uint64_t expiry,
     const unsigned char nonce[PDFTOKEN_NONCE_LEN], char out[PDFTOKEN_LEN + 1]);
+
+/*
+ * Nonces drawn in batches: one RAND_bytes() call fills PDFTOKEN_NONCE_BATCH
+ * of them.  A RAND_bytes() call costs about as much as the token's whole
+ * HMAC, whatever its length, and a nonce is no secret (it is printed in
+ * the token), so drawing ahead changes nothing but the cost.  A pool
+ * belongs to one thread; a zeroed pool is empty and fills itself on the
+ * first take.  A pool must not be shared across fork(): mod_pdftoken
+ * keeps one per thread of a child, and children never fork to serve.
+ */
+#define PDFTOKEN_NONCE_BATCH 64
+typedef struct pdftoken_nonce_pool {
+    unsigned char bytes[PDFTOKEN_NONCE_BATCH * PDFTOKEN_NONCE_LEN];
+    unsigned int left; /* nonces not yet handed out, from the end */
+} pdftoken_nonce_pool;
+
+/* Copy the pool's next nonce to nonce, refilling the pool when it is
+ * empty.  PDFTOKEN_OK or PDFTOKEN_CRYPTO_ERROR (the CSPRNG failed; the
+ * pool stays empty). */
+pdftoken_status pdftoken_nonce_take(pdftoken_nonce_pool *pool,
+                                    unsigned char nonce[PDFTOKEN_NONCE_LEN]);
 
 /*
  * Verify token (toklen bytes, not necessarily NUL-terminated) for path at

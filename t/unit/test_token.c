@@ -434,6 +434,41 @@ START_TEST(test_b64url_decode_rejects)
 }
 END_TEST
 
+/* Every byte value at every position, against the alphabet itself: the
+ * decode table must refuse exactly the bytes outside it. */
+START_TEST(test_b64url_every_byte)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const char good[] = "Zm9vYmFyYQ"; /* "foobara": two groups and a tail */
+    size_t len = sizeof(good) - 1, pos;
+    unsigned char out[16];
+    char in[sizeof(good)], back[sizeof(good) + 4];
+    int b;
+
+    for (pos = 0; pos < len; pos++) {
+        for (b = 0; b < 256; b++) {
+            int valid = b != 0 && memchr(alphabet, b, 64) != NULL;
+            long n;
+
+            memcpy(in, good, len);
+            in[pos] = (char)b;
+            n = pdftoken_b64url_decode(in, len, out, sizeof(out));
+            if (!valid) {
+                ck_assert_msg(n == -1, "byte 0x%02x at %zu decoded", b, pos);
+            }
+            else if (pos < len - 1) {
+                /* The last character also carries padding bits; every
+                 * other one decodes, and re-encodes to the same text. */
+                ck_assert_msg(n == 7, "byte 0x%02x at %zu refused", b, pos);
+                pdftoken_b64url_encode(out, 7, back);
+                ck_assert(memcmp(back, in, len) == 0);
+            }
+        }
+    }
+}
+END_TEST
+
 /* ---- the format, by hand --------------------------------------------- */
 
 /* Build a token as token.h describes it, with the library only as the
@@ -592,6 +627,39 @@ START_TEST(test_mint_fresh_nonce)
     assert_status(verify_copy(b, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1,
                               NULL),
                   PDFTOKEN_OK, "second");
+}
+END_TEST
+
+/* The batched nonces: a zeroed pool fills itself, hands out every nonce
+ * of a batch once, and draws a new batch when it runs dry. */
+START_TEST(test_nonce_pool)
+{
+    enum { N = 3 * PDFTOKEN_NONCE_BATCH + 5 };
+    static unsigned char got[N][PDFTOKEN_NONCE_LEN];
+    pdftoken_nonce_pool pool;
+    unsigned char zero[PDFTOKEN_NONCE_LEN] = {0};
+    size_t i, j;
+
+    memset(&pool, 0, sizeof(pool));
+    for (i = 0; i < N; i++) {
+        assert_status(pdftoken_nonce_take(&pool, got[i]), PDFTOKEN_OK,
+                      "take");
+        ck_assert_uint_eq(pool.left, PDFTOKEN_NONCE_BATCH - 1
+                                         - i % PDFTOKEN_NONCE_BATCH);
+        ck_assert_msg(memcmp(got[i], zero, sizeof(zero)) != 0,
+                      "nonce %zu is all zero", i);
+    }
+    for (i = 0; i < N; i++) {
+        for (j = i + 1; j < N; j++) {
+            ck_assert_msg(memcmp(got[i], got[j], PDFTOKEN_NONCE_LEN) != 0,
+                          "nonces %zu and %zu are equal", i, j);
+        }
+    }
+    /* A corrupt count is treated as empty, never read past the batch. */
+    pool.left = PDFTOKEN_NONCE_BATCH + 1;
+    assert_status(pdftoken_nonce_take(&pool, got[0]), PDFTOKEN_OK,
+                  "corrupt count");
+    ck_assert_uint_eq(pool.left, PDFTOKEN_NONCE_BATCH - 1);
 }
 END_TEST
 
@@ -1238,6 +1306,12 @@ static const struct cookie_case {
     { "token as a name", TOK "=pdftoken", "pdftoken", TOK, 0 },
     { "empty header", "", "pdftoken", TOK, 0 },
     { "only separators", " ;, ;\t", "pdftoken", TOK, 0 },
+    { "',' and ';' mixed, ours between",
+      "a=b, c=d; e=f,g=h; pdftoken=" TOK ", i=j;k=l", "pdftoken", TOK, 1 },
+    { "',' and ';' mixed, ours after many ','",
+      "a=1,b=2,c=3,d=4;e=5,f=6;pdftoken=" TOK, "pdftoken", TOK, 1 },
+    { "',' inside a ';' pair splits the token",
+      "x=1; pdftoken=" TOK_A "," TOK_B "; y=2", "pdftoken", TOK, 0 },
 };
 
 START_TEST(test_cookie_match)
@@ -1561,6 +1635,8 @@ static Suite *token_suite(void)
     tcase_add_loop_test(tc, test_b64url_decode, 0, NELTS(b64_cases));
     tcase_add_test(tc, test_b64url_roundtrip_lengths);
 
+    tc = tcase(s, "b64url_every_byte");
+    tcase_add_test(tc, test_b64url_every_byte);
     tc = tcase(s, "b64url_decode_rejects");
     tcase_add_loop_test(tc, test_b64url_decode_rejects, 0,
                         NELTS(b64_rejects));
@@ -1573,6 +1649,7 @@ static Suite *token_suite(void)
     tc = tcase(s, "round_trip");
     tcase_add_loop_test(tc, test_round_trip, 0, NELTS(path_cases));
     tcase_add_test(tc, test_mint_fresh_nonce);
+    tcase_add_test(tc, test_nonce_pool);
 
     tc = tcase(s, "reject_expired");
     tcase_add_loop_test(tc, test_reject_expired, 0, NELTS(expiry_cases));
