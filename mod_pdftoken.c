@@ -807,6 +807,30 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
     return VERDICT_REDIRECT; /* R4 */
 }
 
+#if AP_HAS_THREAD_LOCAL
+/* Each thread draws its nonces in batches (token.h): one RAND_bytes() per
+ * 64 redirects instead of one per redirect, and no lock.  httpd's children
+ * never fork to serve requests, so no two processes share a batch. */
+static AP_THREAD_LOCAL pdftoken_nonce_pool nonce_pool;
+#endif
+
+/* A fresh token for path, valid until expiry. */
+static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
+                                  uint64_t expiry, char out[PDFTOKEN_LEN + 1])
+{
+#if AP_HAS_THREAD_LOCAL
+    unsigned char nonce[PDFTOKEN_NONCE_LEN];
+    pdftoken_status st = pdftoken_nonce_take(&nonce_pool, nonce);
+
+    if (st != PDFTOKEN_OK) {
+        return st;
+    }
+    return pdftoken_mint_nonce(key, path, strlen(path), expiry, nonce, out);
+#else
+    return pdftoken_mint(key, path, strlen(path), expiry, out);
+#endif
+}
+
 /* R1/R4: 302 to the browser's URL with a fresh token and an empty
  * fragment, plus the cookie that must come back with it. */
 static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
@@ -823,8 +847,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
     pdftoken_status st;
 
-    st = pdftoken_mint(&sconf->keys[0], path, strlen(path),
-                       now + (uint64_t)timeout, token);
+    st = mint_token(&sconf->keys[0], path, now + (uint64_t)timeout, token);
     if (st != PDFTOKEN_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       PDFTOKEN_LOGNO(00009) "cannot mint a token: %s",
@@ -841,12 +864,13 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
      * and send every such reader to the fallback. */
-    cookie = apr_psprintf(r->pool,
-                          "%s_%.*s=%s; Path=%s; Max-Age=%d; HttpOnly; "
-                          "SameSite=Lax%s",
-                          name, PDFTOKEN_SUFFIX_LEN,
-                          token + PDFTOKEN_SUFFIX_OFFSET, token, epath, timeout,
-                          strcmp(ap_http_scheme(r), "https") ? "" : "; Secure");
+    cookie = apr_pstrcat(
+        r->pool, name, "_",
+        apr_pstrmemdup(r->pool, token + PDFTOKEN_SUFFIX_OFFSET,
+                       PDFTOKEN_SUFFIX_LEN),
+        "=", token, "; Path=", epath, "; Max-Age=", apr_itoa(r->pool, timeout),
+        "; HttpOnly; SameSite=Lax",
+        strcmp(ap_http_scheme(r), "https") ? "" : "; Secure", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
@@ -860,6 +884,14 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     }
     apr_table_setn(r->headers_out, "Location",
                    ap_construct_url(r->pool, url, r));
+    /* An empty body: browsers follow the Location without showing one, and
+     * httpd's default "Found" page would cost as much again as the token
+     * (it HTML-escapes the whole URL).  Also keeps an ErrorDocument 302
+     * from replacing the redirect.  HTTP/0.9 has no headers, so there the
+     * page and its link are all the client gets: keep it. */
+    if (!r->assbackwards) {
+        ap_custom_response(r, HTTP_MOVED_TEMPORARILY, "");
+    }
     return HTTP_MOVED_TEMPORARILY;
 }
 

@@ -68,6 +68,10 @@ def assert_redirect(server, r, path, query="", name="pdftoken", timeout=10,
                                  else secure)
     assert "no-store" in cache_directives(r), r
     assert b"%PDF" not in r.body, "a redirect must not carry the document"
+    # No "Found" page: browsers never show it, and it cost as much as the
+    # token (README, "Performance").
+    assert r.body == b"", "the 302 has a body: %r" % r.body[:200]
+    assert r.get("Content-Length") in (None, "0"), r
     return token, cookie
 
 

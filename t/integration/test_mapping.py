@@ -59,6 +59,22 @@ Alias "/aliased" "@ROOT@/outside"
     Options +MultiViews
 </Directory>
 
+<Directory "@DOCROOT@/late">
+    PdfTokenProtect On
+    <Files "retyped.txt">
+        Header set Content-Type application/pdf
+    </Files>
+</Directory>
+
+<Directory "@DOCROOT@/errdoc">
+    PdfTokenProtect On
+    ErrorDocument 302 "moved, says the admin"
+</Directory>
+<Directory "@DOCROOT@/errlocal">
+    PdfTokenProtect On
+    ErrorDocument 302 /errors/moved.html
+</Directory>
+
 ErrorDocument 404 /errors/404.pdf
 <Directory "@DOCROOT@/errors">
     PdfTokenProtect On
@@ -92,6 +108,11 @@ def srv(pool):
     f["outside"] = s.write_pdf("doc.pdf", "outside", base=s.root / "outside")
     f["mv"] = s.write_pdf("mv/manual.pdf", "manual")
     f["404"] = s.write_pdf("errors/404.pdf", "not found")
+    f["errdoc"] = s.write_pdf("errdoc/doc.pdf", "errdoc")
+    f["retyped"] = s.write_pdf("late/retyped.txt", "retyped")
+    f["plaintxt"] = s.write_pdf("late/plain.txt", "plain text")
+    f["errlocal"] = s.write_pdf("errlocal/doc.pdf", "errlocal")
+    s.write("errors/moved.html", "<p>the admin's moved page</p>\n")
     s.configure(CONFIG)
     s.start()
     return s
@@ -252,3 +273,33 @@ def test_error_document_pdf_is_not_redirected(srv):
     assert r.status == 404, r
     assert r.get("Location") is None
     assert r.get_all("Set-Cookie") == []
+
+
+# ------------------------------------------------- ErrorDocument 302
+
+@pytest.mark.parametrize("scope", ["errdoc", "errlocal"])
+def test_errordocument_302_does_not_replace_the_redirect(srv, scope):
+    """The module's 302 sets its own (empty) body, so an ErrorDocument for
+    302, text or local page, can neither add a body nor turn the redirect
+    into an internal one."""
+    path = "/%s/doc.pdf" % scope
+    r = srv.get(path)
+    token, cookie = assert_redirect(srv, r, path, secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files[scope])
+
+
+# --------------------------------------- a type set after the fixup
+
+def test_static_file_retyped_to_pdf_after_the_fixup_is_a_download(srv):
+    """A .txt file is text/plain at fixup time, so the fixup lets it pass;
+    mod_headers then names it application/pdf in its output filter.  The
+    module's filter sees the final type and forces a download (SPEC
+    section 2): the decline path keeps its filter for this."""
+    r = srv.get("/late/retyped.txt")
+    assert_attachment(r, srv.files["retyped"])
+
+
+def test_static_non_pdf_beside_it_is_untouched(srv):
+    r = srv.get("/late/plain.txt")
+    assert_untouched(r, body=srv.files["plaintxt"])
+    assert r.get("Content-Type").startswith("text/plain"), r
