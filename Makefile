@@ -126,7 +126,7 @@ bench-deps:
 	@sh t/deps.sh build integration bench
 
 # wrk and callgrind against a real httpd on 127.0.0.1, one scope per
-# scenario (t/bench/bench.py): about 10 minutes, then the table goes into
+# scenario (t/bench/bench.py): about 6 minutes, then the table goes into
 # BENCHMARKS.md.  Run it on a quiet machine.
 bench: bench-deps $(MODULE) $(BUILD)/bench_token
 	$(PYTHON) t/bench/bench.py --out BENCHMARKS.md
