@@ -84,7 +84,9 @@ typedef enum {
 /*
  * A prepared HMAC-SHA256 key.  The SHA-256 states after the key's inner
  * and outer pad blocks are computed once, when the key is initialised;
- * every MAC copies them and hashes only the message, with no allocation.
+ * every MAC copies them and hashes only the message, with no allocation
+ * (the -DPDFTOKEN_EVP_MAC build keeps a keyed EVP_MAC_CTX and duplicates
+ * it instead; see token.c).
  * A key is only read after initialisation, so one key may be used by many
  * threads.
  */
