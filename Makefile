@@ -225,7 +225,7 @@ format:
 	clang-format -i token.c token.h mod_pdftoken.c t/*/*.c
 
 lint:
-	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c
+	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c t/*/*.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --inline-suppr --suppress=varFuncNullUB \
 	    -I. token.c mod_pdftoken.c t/unit/test_token.c

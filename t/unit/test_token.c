@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#define ALPHABET \
+#define ALPHABET                                                               \
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 /* A string literal and its length, embedded NULs included. */
@@ -47,12 +47,12 @@
 
 /* ---- helpers --------------------------------------------------------- */
 
-#define assert_status(got, want, name)                                    \
-    do {                                                                  \
-        pdftoken_status got_ = (got), want_ = (want);                     \
-        ck_assert_msg(got_ == want_, "%s: got %s (%d), want %s (%d)",     \
-                      (name), pdftoken_status_str(got_), (int)got_,       \
-                      pdftoken_status_str(want_), (int)want_);            \
+#define assert_status(got, want, name)                                         \
+    do {                                                                       \
+        pdftoken_status got_ = (got), want_ = (want);                          \
+        ck_assert_msg(got_ == want_, "%s: got %s (%d), want %s (%d)", (name),  \
+                      pdftoken_status_str(got_), (int)got_,                    \
+                      pdftoken_status_str(want_), (int)want_);                 \
     } while (0)
 
 /* Copy len bytes into a block of exactly len bytes: no NUL follows. */
@@ -87,8 +87,8 @@ static size_t hex_decode(const char *hex, unsigned char *out)
     size_t i, n = strlen(hex) / 2;
 
     for (i = 0; i < n; i++) {
-        out[i] = (unsigned char)((nibble(hex[2 * i]) << 4)
-                                 | nibble(hex[2 * i + 1]));
+        out[i] =
+            (unsigned char)((nibble(hex[2 * i]) << 4) | nibble(hex[2 * i + 1]));
     }
     return n;
 }
@@ -162,8 +162,7 @@ static char tok[PDFTOKEN_LEN + 1];
 
 static const unsigned char fixture_nonce[PDFTOKEN_NONCE_LEN] = {
     0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
-    0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f
-};
+    0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
 
 static void init_key_from(pdftoken_key *key, unsigned char first)
 {
@@ -173,8 +172,8 @@ static void init_key_from(pdftoken_key *key, unsigned char first)
     for (i = 0; i < sizeof(secret); i++) {
         secret[i] = (unsigned char)(first + i);
     }
-    assert_status(pdftoken_key_init(key, secret, sizeof(secret)),
-                  PDFTOKEN_OK, "fixture key");
+    assert_status(pdftoken_key_init(key, secret, sizeof(secret)), PDFTOKEN_OK,
+                  "fixture key");
 }
 
 static void keys_setup(void)
@@ -242,37 +241,36 @@ END_TEST
 
 static const struct hmac_case {
     const char *name;
-    const char *key;      /* NULL: keylen bytes of keyfill */
+    const char *key; /* NULL: keylen bytes of keyfill */
     size_t keylen;
     unsigned char keyfill;
-    const char *data;     /* NULL: datalen bytes of datafill */
+    const char *data; /* NULL: datalen bytes of datafill */
     size_t datalen;
     unsigned char datafill;
-    const char *mac;      /* hex; case 5 keeps only 128 bits */
+    const char *mac; /* hex; case 5 keeps only 128 bits */
 } hmac_cases[] = {
-    { "RFC 4231 test case 1", NULL, 20, 0x0b, LIT("Hi There"), 0,
-      "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
-    { "RFC 4231 test case 2", LIT("Jefe"), 0,
-      LIT("what do ya want for nothing?"), 0,
-      "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
-    { "RFC 4231 test case 3", NULL, 20, 0xaa, NULL, 50, 0xdd,
-      "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe" },
-    { "RFC 4231 test case 4",
-      LIT("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
-          "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19"), 0,
-      NULL, 50, 0xcd,
-      "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
-    { "RFC 4231 test case 5 (truncated to 128 bits)", NULL, 20, 0x0c,
-      LIT("Test With Truncation"), 0,
-      "a3b6167473100ee06e0c796c2955552b" },
-    { "RFC 4231 test case 6", NULL, 131, 0xaa,
-      LIT("Test Using Larger Than Block-Size Key - Hash Key First"), 0,
-      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
-    { "RFC 4231 test case 7", NULL, 131, 0xaa,
-      LIT("This is a test using a larger than block-size key and a larger "
-          "than block-size data. The key needs to be hashed before being "
-          "used by the HMAC algorithm."), 0,
-      "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2" },
+    {"RFC 4231 test case 1", NULL, 20, 0x0b, LIT("Hi There"), 0,
+     "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+    {"RFC 4231 test case 2", LIT("Jefe"), 0,
+     LIT("what do ya want for nothing?"), 0,
+     "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+    {"RFC 4231 test case 3", NULL, 20, 0xaa, NULL, 50, 0xdd,
+     "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+    {"RFC 4231 test case 4",
+     LIT("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
+         "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19"),
+     0, NULL, 50, 0xcd,
+     "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
+    {"RFC 4231 test case 5 (truncated to 128 bits)", NULL, 20, 0x0c,
+     LIT("Test With Truncation"), 0, "a3b6167473100ee06e0c796c2955552b"},
+    {"RFC 4231 test case 6", NULL, 131, 0xaa,
+     LIT("Test Using Larger Than Block-Size Key - Hash Key First"), 0,
+     "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+    {"RFC 4231 test case 7", NULL, 131, 0xaa,
+     LIT("This is a test using a larger than block-size key and a larger "
+         "than block-size data. The key needs to be hashed before being "
+         "used by the HMAC algorithm."),
+     0, "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
 };
 
 START_TEST(test_hmac_rfc4231)
@@ -294,12 +292,10 @@ START_TEST(test_hmac_rfc4231)
         data = databuf;
     }
     /* Through the prepared key, the same path that tags every token. */
-    assert_status(pdftoken_key_init(&k, key, c->keylen), PDFTOKEN_OK,
-                  c->name);
+    assert_status(pdftoken_key_init(&k, key, c->keylen), PDFTOKEN_OK, c->name);
     assert_status(pdftoken_hmac(&k, data, c->datalen, out), PDFTOKEN_OK,
                   c->name);
-    ck_assert_msg(memcmp(out, want, wantlen) == 0, "%s: wrong MAC",
-                  c->name);
+    ck_assert_msg(memcmp(out, want, wantlen) == 0, "%s: wrong MAC", c->name);
     /* A second MAC under the same key must not see the first one's state:
      * the prepared context is duplicated, never consumed. */
     memset(out, 0, sizeof(out));
@@ -319,17 +315,17 @@ static const struct b64_case {
     size_t rawlen;
     const char *enc;
 } b64_cases[] = {
-    { "RFC 4648 \"\"", LIT(""), "" },
-    { "RFC 4648 \"f\"", LIT("f"), "Zg" },
-    { "RFC 4648 \"fo\"", LIT("fo"), "Zm8" },
-    { "RFC 4648 \"foo\"", LIT("foo"), "Zm9v" },
-    { "RFC 4648 \"foob\"", LIT("foob"), "Zm9vYg" },
-    { "RFC 4648 \"fooba\"", LIT("fooba"), "Zm9vYmE" },
-    { "RFC 4648 \"foobar\"", LIT("foobar"), "Zm9vYmFy" },
-    { "'-' and '_' (fb ff)", LIT("\xfb\xff"), "-_8" },
-    { "all '-' (fb ef be)", LIT("\xfb\xef\xbe"), "----" },
-    { "all '_' (ff ff ff)", LIT("\xff\xff\xff"), "____" },
-    { "NUL and high bytes (00 10 83)", LIT("\x00\x10\x83"), "ABCD" },
+    {"RFC 4648 \"\"", LIT(""), ""},
+    {"RFC 4648 \"f\"", LIT("f"), "Zg"},
+    {"RFC 4648 \"fo\"", LIT("fo"), "Zm8"},
+    {"RFC 4648 \"foo\"", LIT("foo"), "Zm9v"},
+    {"RFC 4648 \"foob\"", LIT("foob"), "Zm9vYg"},
+    {"RFC 4648 \"fooba\"", LIT("fooba"), "Zm9vYmE"},
+    {"RFC 4648 \"foobar\"", LIT("foobar"), "Zm9vYmFy"},
+    {"'-' and '_' (fb ff)", LIT("\xfb\xff"), "-_8"},
+    {"all '-' (fb ef be)", LIT("\xfb\xef\xbe"), "----"},
+    {"all '_' (ff ff ff)", LIT("\xff\xff\xff"), "____"},
+    {"NUL and high bytes (00 10 83)", LIT("\x00\x10\x83"), "ABCD"},
 };
 
 START_TEST(test_b64url_encode)
@@ -363,8 +359,8 @@ START_TEST(test_b64url_decode)
 
     ck_assert_ptr_nonnull(out);
     n = pdftoken_b64url_decode(in, enclen, out, c->rawlen);
-    ck_assert_msg(n == (long)c->rawlen, "%s: got %ld bytes, want %zu",
-                  c->name, n, c->rawlen);
+    ck_assert_msg(n == (long)c->rawlen, "%s: got %ld bytes, want %zu", c->name,
+                  n, c->rawlen);
     ck_assert_msg(memcmp(out, c->raw, c->rawlen) == 0, "%s: wrong bytes",
                   c->name);
     free(out);
@@ -384,8 +380,7 @@ START_TEST(test_b64url_roundtrip_lengths)
 
         ck_assert_uint_eq(n, ((len * 4) + 2) / 3);
         ck_assert_uint_eq(strlen(enc), n);
-        ck_assert_int_eq(pdftoken_b64url_decode(enc, n, back, len),
-                         (long)len);
+        ck_assert_int_eq(pdftoken_b64url_decode(enc, n, back, len), (long)len);
         ck_assert_msg(memcmp(back, raw + 64 - len, len) == 0,
                       "round trip of %zu bytes", len);
     }
@@ -399,24 +394,24 @@ static const struct b64_reject {
     size_t len;
     size_t outcap;
 } b64_rejects[] = {
-    { "padding '==' (Zg==)", LIT("Zg=="), 16 },
-    { "padding '=' (Zm8=)", LIT("Zm8="), 16 },
-    { "'=' inside (Zm=v)", LIT("Zm=v"), 16 },
-    { "'+' from the standard alphabet", LIT("Zm9v+w"), 16 },
-    { "'/' from the standard alphabet", LIT("Zm9v/w"), 16 },
-    { "space", LIT("Zm 9"), 16 },
-    { "CR LF", LIT("Zm9v\r\n"), 16 },
-    { "'.'", LIT("Zm.v"), 16 },
-    { "embedded NUL (explicit length)", LIT("Zm\0v"), 16 },
-    { "byte 0x80", LIT("Zm\x80v"), 16 },
-    { "byte 0xff", LIT("Zm\xffv"), 16 },
-    { "non-canonical trailing bits, 2 chars (Zh)", LIT("Zh"), 16 },
-    { "non-canonical trailing bits, 3 chars (Zm9)", LIT("Zm9"), 16 },
-    { "one dangling char (Zm9vY)", LIT("Zm9vY"), 16 },
-    { "a single char (A)", LIT("A"), 16 },
-    { "outcap one short, whole groups", LIT("Zm9vYmFy"), 5 },
-    { "outcap one short, partial group", LIT("Zm9vYg"), 3 },
-    { "outcap 0 for one byte", LIT("Zg"), 0 },
+    {"padding '==' (Zg==)", LIT("Zg=="), 16},
+    {"padding '=' (Zm8=)", LIT("Zm8="), 16},
+    {"'=' inside (Zm=v)", LIT("Zm=v"), 16},
+    {"'+' from the standard alphabet", LIT("Zm9v+w"), 16},
+    {"'/' from the standard alphabet", LIT("Zm9v/w"), 16},
+    {"space", LIT("Zm 9"), 16},
+    {"CR LF", LIT("Zm9v\r\n"), 16},
+    {"'.'", LIT("Zm.v"), 16},
+    {"embedded NUL (explicit length)", LIT("Zm\0v"), 16},
+    {"byte 0x80", LIT("Zm\x80v"), 16},
+    {"byte 0xff", LIT("Zm\xffv"), 16},
+    {"non-canonical trailing bits, 2 chars (Zh)", LIT("Zh"), 16},
+    {"non-canonical trailing bits, 3 chars (Zm9)", LIT("Zm9"), 16},
+    {"one dangling char (Zm9vY)", LIT("Zm9vY"), 16},
+    {"a single char (A)", LIT("A"), 16},
+    {"outcap one short, whole groups", LIT("Zm9vYmFy"), 5},
+    {"outcap one short, partial group", LIT("Zm9vYg"), 3},
+    {"outcap 0 for one byte", LIT("Zg"), 0},
 };
 
 START_TEST(test_b64url_decode_rejects)
@@ -500,8 +495,8 @@ START_TEST(test_format_by_hand)
 {
     char want[PDFTOKEN_LEN + 1];
 
-    hand_token(&key_cur, PDFTOKEN_VERSION, T0, fixture_nonce,
-               LIT(FIXTURE_PATH), want);
+    hand_token(&key_cur, PDFTOKEN_VERSION, T0, fixture_nonce, LIT(FIXTURE_PATH),
+               want);
     ck_assert_str_eq(tok, want);
     ck_assert_str_eq(tok, TOK);
     ck_assert_uint_eq(PDFTOKEN_RAW_LEN, 45);
@@ -521,14 +516,14 @@ START_TEST(test_suffix_is_nonce_prefix)
         memset(nonce, 0, sizeof(nonce));
         /* Walk one set bit through each of the six bytes and beyond. */
         nonce[i] = (unsigned char)(0x80 >> i);
-        assert_status(pdftoken_mint_nonce(&key_cur, LIT(FIXTURE_PATH), T0,
-                                          nonce, t),
-                      PDFTOKEN_OK, "mint");
+        assert_status(
+            pdftoken_mint_nonce(&key_cur, LIT(FIXTURE_PATH), T0, nonce, t),
+            PDFTOKEN_OK, "mint");
         pdftoken_b64url_encode(nonce, 6, want);
-        ck_assert_msg(memcmp(t + PDFTOKEN_SUFFIX_OFFSET, want,
-                             PDFTOKEN_SUFFIX_LEN) == 0,
-                      "nonce byte %d: suffix %.8s, want %s", i,
-                      t + PDFTOKEN_SUFFIX_OFFSET, want);
+        ck_assert_msg(
+            memcmp(t + PDFTOKEN_SUFFIX_OFFSET, want, PDFTOKEN_SUFFIX_LEN) == 0,
+            "nonce byte %d: suffix %.8s, want %s", i,
+            t + PDFTOKEN_SUFFIX_OFFSET, want);
     }
 }
 END_TEST
@@ -541,24 +536,30 @@ static const struct path_case {
     size_t pathlen;
     enum pattern pat;
 } path_cases[] = {
-    { "/a.pdf", LIT("/a.pdf"), 0 },
-    { "empty path", LIT(""), 0 },
-    { "root", LIT("/"), 0 },
-    { "spaces", LIT("/docs/annual report 2024 (final).pdf"), 0 },
-    { "percent signs", LIT("/100%/x%2Fy%00%zz%.pdf"), 0 },
-    { "UTF-8", LIT("/dokumente/\xc3\x9c" "bersicht \xe6\x96\x87.pdf"), 0 },
-    { "invalid UTF-8 bytes", LIT("/\x80\xff\xfe\xc3/raw.pdf"), 0 },
-    { "embedded NUL", LIT("/a\0b.pdf"), 0 },
-    { "query-like characters", LIT("/a.pdf?pdftoken=x&y=1#frag"), 0 },
-    { "4 KB path", NULL, 4096, PAT_PATH },
-    { "4 KB of every byte value", NULL, 4096, PAT_BYTES },
-    { "64 KB path", NULL, 65536, PAT_PATH },
+    {"/a.pdf", LIT("/a.pdf"), 0},
+    {"empty path", LIT(""), 0},
+    {"root", LIT("/"), 0},
+    {"spaces", LIT("/docs/annual report 2024 (final).pdf"), 0},
+    {"percent signs", LIT("/100%/x%2Fy%00%zz%.pdf"), 0},
+    {"UTF-8",
+     LIT("/dokumente/\xc3\x9c"
+         "bersicht \xe6\x96\x87.pdf"),
+     0},
+    {"invalid UTF-8 bytes", LIT("/\x80\xff\xfe\xc3/raw.pdf"), 0},
+    {"embedded NUL", LIT("/a\0b.pdf"), 0},
+    {"query-like characters", LIT("/a.pdf?pdftoken=x&y=1#frag"), 0},
+    {"4 KB path", NULL, 4096, PAT_PATH},
+    {"4 KB of every byte value", NULL, 4096, PAT_BYTES},
+    {"64 KB path", NULL, 65536, PAT_PATH},
 };
 
-static const uint64_t round_trip_times[] = {
-    1, T0, UINT64_C(0xffffffff), UINT64_C(0x100000000),
-    UINT64_C(0x8000000000000000), UINT64_MAX - 1, UINT64_MAX
-};
+static const uint64_t round_trip_times[] = {1,
+                                            T0,
+                                            UINT64_C(0xffffffff),
+                                            UINT64_C(0x100000000),
+                                            UINT64_C(0x8000000000000000),
+                                            UINT64_MAX - 1,
+                                            UINT64_MAX};
 
 static char *case_path(const struct path_case *c)
 {
@@ -583,25 +584,23 @@ START_TEST(test_round_trip)
             ck_assert_msg(alphabet_value(t[k]) >= 0,
                           "%s: char %zu not base64url", c->name, k);
         }
-        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, 0,
-                                  &got),
+        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, 0, &got),
                       PDFTOKEN_OK, c->name);
         ck_assert_msg(got == e, "%s: expiry %llu, want %llu", c->name,
                       (unsigned long long)got, (unsigned long long)e);
         got = EXPIRY_UNSET;
-        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e - 1,
-                                  &got),
-                      PDFTOKEN_OK, c->name);
+        assert_status(
+            verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e - 1, &got),
+            PDFTOKEN_OK, c->name);
         ck_assert(got == e);
         got = EXPIRY_UNSET;
-        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e,
-                                  &got),
+        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e, &got),
                       PDFTOKEN_EXPIRED, c->name);
         ck_assert(got == e);
         /* expiry may be NULL. */
-        assert_status(verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e - 1,
-                                  NULL),
-                      PDFTOKEN_OK, c->name);
+        assert_status(
+            verify_copy(t, PDFTOKEN_LEN, path, c->pathlen, e - 1, NULL),
+            PDFTOKEN_OK, c->name);
     }
     free(path);
 }
@@ -617,15 +616,13 @@ START_TEST(test_mint_fresh_nonce)
     assert_status(pdftoken_mint(&key_cur, LIT(FIXTURE_PATH), T0, b),
                   PDFTOKEN_OK, "second");
     ck_assert_str_ne(a, b);
-    ck_assert_msg(memcmp(a + PDFTOKEN_SUFFIX_OFFSET,
-                         b + PDFTOKEN_SUFFIX_OFFSET, PDFTOKEN_SUFFIX_LEN)
+    ck_assert_msg(memcmp(a + PDFTOKEN_SUFFIX_OFFSET, b + PDFTOKEN_SUFFIX_OFFSET,
+                         PDFTOKEN_SUFFIX_LEN)
                       != 0,
                   "two fresh nonces gave one cookie suffix");
-    assert_status(verify_copy(a, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1,
-                              NULL),
+    assert_status(verify_copy(a, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, NULL),
                   PDFTOKEN_OK, "first");
-    assert_status(verify_copy(b, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1,
-                              NULL),
+    assert_status(verify_copy(b, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, NULL),
                   PDFTOKEN_OK, "second");
 }
 END_TEST
@@ -642,10 +639,9 @@ START_TEST(test_nonce_pool)
 
     memset(&pool, 0, sizeof(pool));
     for (i = 0; i < N; i++) {
-        assert_status(pdftoken_nonce_take(&pool, got[i]), PDFTOKEN_OK,
-                      "take");
-        ck_assert_uint_eq(pool.left, PDFTOKEN_NONCE_BATCH - 1
-                                         - i % PDFTOKEN_NONCE_BATCH);
+        assert_status(pdftoken_nonce_take(&pool, got[i]), PDFTOKEN_OK, "take");
+        ck_assert_uint_eq(pool.left,
+                          PDFTOKEN_NONCE_BATCH - 1 - i % PDFTOKEN_NONCE_BATCH);
         ck_assert_msg(memcmp(got[i], zero, sizeof(zero)) != 0,
                       "nonce %zu is all zero", i);
     }
@@ -670,11 +666,11 @@ static const struct expiry_case {
     int64_t delta; /* now = T0 + delta */
     pdftoken_status want;
 } expiry_cases[] = {
-    { "now = 0", -(int64_t)T0, PDFTOKEN_OK },
-    { "now = expiry - 1", -1, PDFTOKEN_OK },
-    { "now = expiry", 0, PDFTOKEN_EXPIRED },
-    { "now = expiry + 1", 1, PDFTOKEN_EXPIRED },
-    { "now = expiry + 1 year", 365 * 86400, PDFTOKEN_EXPIRED },
+    {"now = 0", -(int64_t)T0, PDFTOKEN_OK},
+    {"now = expiry - 1", -1, PDFTOKEN_OK},
+    {"now = expiry", 0, PDFTOKEN_EXPIRED},
+    {"now = expiry + 1", 1, PDFTOKEN_EXPIRED},
+    {"now = expiry + 1 year", 365 * 86400, PDFTOKEN_EXPIRED},
 };
 
 START_TEST(test_reject_expired)
@@ -695,9 +691,9 @@ START_TEST(test_reject_expired_at_max_time)
 {
     uint64_t got = EXPIRY_UNSET;
 
-    assert_status(verify_copy(tok, PDFTOKEN_LEN, LIT(FIXTURE_PATH),
-                              UINT64_MAX, &got),
-                  PDFTOKEN_EXPIRED, "now = UINT64_MAX");
+    assert_status(
+        verify_copy(tok, PDFTOKEN_LEN, LIT(FIXTURE_PATH), UINT64_MAX, &got),
+        PDFTOKEN_EXPIRED, "now = UINT64_MAX");
     ck_assert(got == T0);
 }
 END_TEST
@@ -727,13 +723,19 @@ START_TEST(test_reject_bad_tag_every_char_change)
                    ? PDFTOKEN_BAD_VERSION
                    : PDFTOKEN_BAD_TAG;
         st = verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, &got);
-        ck_assert_msg(st != PDFTOKEN_OK, "position %d changed to '%c' "
-                      "still verifies", pos, ALPHABET[v]);
-        ck_assert_msg(st == want, "position %d changed to '%c': got %s, "
-                      "want %s", pos, ALPHABET[v], pdftoken_status_str(st),
+        ck_assert_msg(st != PDFTOKEN_OK,
+                      "position %d changed to '%c' "
+                      "still verifies",
+                      pos, ALPHABET[v]);
+        ck_assert_msg(st == want,
+                      "position %d changed to '%c': got %s, "
+                      "want %s",
+                      pos, ALPHABET[v], pdftoken_status_str(st),
                       pdftoken_status_str(want));
-        ck_assert_msg(got == EXPIRY_UNSET, "position %d changed to '%c': "
-                      "expiry written for a bad token", pos, ALPHABET[v]);
+        ck_assert_msg(got == EXPIRY_UNSET,
+                      "position %d changed to '%c': "
+                      "expiry written for a bad token",
+                      pos, ALPHABET[v]);
     }
 }
 END_TEST
@@ -741,17 +743,17 @@ END_TEST
 /* ---- rejection: bad tag, other path ---------------------------------- */
 
 static const struct path_case other_paths[] = {
-    { "/b.pdf", LIT("/b.pdf"), 0 },
-    { "/a.pdf/ (trailing slash)", LIT("/a.pdf/"), 0 },
-    { "/a.pd (prefix)", LIT("/a.pd"), 0 },
-    { "/a.pdfx (extension)", LIT("/a.pdfx"), 0 },
-    { "/A.pdf (case)", LIT("/A.pdf"), 0 },
-    { "a.pdf (no slash)", LIT("a.pdf"), 0 },
-    { "//a.pdf", LIT("//a.pdf"), 0 },
-    { "/a.pdf + NUL", LIT("/a.pdf\0"), 0 },
-    { "/a%2Epdf (escaped)", LIT("/a%2Epdf"), 0 },
-    { "/x/../a.pdf (not normalised)", LIT("/x/../a.pdf"), 0 },
-    { "empty path", LIT(""), 0 },
+    {"/b.pdf", LIT("/b.pdf"), 0},
+    {"/a.pdf/ (trailing slash)", LIT("/a.pdf/"), 0},
+    {"/a.pd (prefix)", LIT("/a.pd"), 0},
+    {"/a.pdfx (extension)", LIT("/a.pdfx"), 0},
+    {"/A.pdf (case)", LIT("/A.pdf"), 0},
+    {"a.pdf (no slash)", LIT("a.pdf"), 0},
+    {"//a.pdf", LIT("//a.pdf"), 0},
+    {"/a.pdf + NUL", LIT("/a.pdf\0"), 0},
+    {"/a%2Epdf (escaped)", LIT("/a%2Epdf"), 0},
+    {"/x/../a.pdf (not normalised)", LIT("/x/../a.pdf"), 0},
+    {"empty path", LIT(""), 0},
 };
 
 START_TEST(test_reject_bad_tag_other_path)
@@ -759,13 +761,13 @@ START_TEST(test_reject_bad_tag_other_path)
     const struct path_case *c = &other_paths[_i];
     uint64_t got = EXPIRY_UNSET;
 
-    assert_status(verify_copy(tok, PDFTOKEN_LEN, c->path, c->pathlen,
-                              T0 - 1, &got),
-                  PDFTOKEN_BAD_TAG, c->name);
+    assert_status(
+        verify_copy(tok, PDFTOKEN_LEN, c->path, c->pathlen, T0 - 1, &got),
+        PDFTOKEN_BAD_TAG, c->name);
     /* A token for another path is invalid, never merely "expired". */
-    assert_status(verify_copy(tok, PDFTOKEN_LEN, c->path, c->pathlen,
-                              T0 + 1, &got),
-                  PDFTOKEN_BAD_TAG, c->name);
+    assert_status(
+        verify_copy(tok, PDFTOKEN_LEN, c->path, c->pathlen, T0 + 1, &got),
+        PDFTOKEN_BAD_TAG, c->name);
     ck_assert(got == EXPIRY_UNSET);
 }
 END_TEST
@@ -776,31 +778,62 @@ enum { K_CUR, K_PREV, K_OTHER };
 
 static const struct key_case {
     const char *name;
-    int mint;        /* which key mints */
-    int verify[3];   /* which keys verify, in order */
+    int mint;      /* which key mints */
+    int verify[3]; /* which keys verify, in order */
     size_t nkeys;
-    int late;        /* verify after expiry */
+    int late; /* verify after expiry */
     pdftoken_status want;
 } key_cases[] = {
-    { "current key, keys {cur, prev}", K_CUR, { K_CUR, K_PREV }, 2, 0,
-      PDFTOKEN_OK },
-    { "previous key, keys {cur, prev}", K_PREV, { K_CUR, K_PREV }, 2, 0,
-      PDFTOKEN_OK },
-    { "previous key, expired, keys {cur, prev}", K_PREV,
-      { K_CUR, K_PREV }, 2, 1, PDFTOKEN_EXPIRED },
-    { "previous key, keys {prev, cur}", K_PREV, { K_PREV, K_CUR }, 2, 0,
-      PDFTOKEN_OK },
-    { "previous key, keys {cur} (retired)", K_PREV, { K_CUR }, 1, 0,
-      PDFTOKEN_BAD_TAG },
-    { "current key, keys {prev}", K_CUR, { K_PREV }, 1, 0,
-      PDFTOKEN_BAD_TAG },
-    { "unknown key, keys {cur, prev}", K_OTHER, { K_CUR, K_PREV }, 2, 0,
-      PDFTOKEN_BAD_TAG },
-    { "unknown key, expired, keys {cur, prev}", K_OTHER, { K_CUR, K_PREV },
-      2, 1, PDFTOKEN_BAD_TAG },
-    { "current key, nkeys = 0", K_CUR, { K_CUR }, 0, 0, PDFTOKEN_BAD_TAG },
-    { "third of three keys", K_OTHER, { K_CUR, K_PREV, K_OTHER }, 3, 0,
-      PDFTOKEN_OK },
+    {"current key, keys {cur, prev}",
+     K_CUR,
+     {K_CUR, K_PREV},
+     2,
+     0,
+     PDFTOKEN_OK},
+    {"previous key, keys {cur, prev}",
+     K_PREV,
+     {K_CUR, K_PREV},
+     2,
+     0,
+     PDFTOKEN_OK},
+    {"previous key, expired, keys {cur, prev}",
+     K_PREV,
+     {K_CUR, K_PREV},
+     2,
+     1,
+     PDFTOKEN_EXPIRED},
+    {"previous key, keys {prev, cur}",
+     K_PREV,
+     {K_PREV, K_CUR},
+     2,
+     0,
+     PDFTOKEN_OK},
+    {"previous key, keys {cur} (retired)",
+     K_PREV,
+     {K_CUR},
+     1,
+     0,
+     PDFTOKEN_BAD_TAG},
+    {"current key, keys {prev}", K_CUR, {K_PREV}, 1, 0, PDFTOKEN_BAD_TAG},
+    {"unknown key, keys {cur, prev}",
+     K_OTHER,
+     {K_CUR, K_PREV},
+     2,
+     0,
+     PDFTOKEN_BAD_TAG},
+    {"unknown key, expired, keys {cur, prev}",
+     K_OTHER,
+     {K_CUR, K_PREV},
+     2,
+     1,
+     PDFTOKEN_BAD_TAG},
+    {"current key, nkeys = 0", K_CUR, {K_CUR}, 0, 0, PDFTOKEN_BAD_TAG},
+    {"third of three keys",
+     K_OTHER,
+     {K_CUR, K_PREV, K_OTHER},
+     3,
+     0,
+     PDFTOKEN_OK},
 };
 
 static pdftoken_key *key_by_id(int id)
@@ -819,12 +852,11 @@ START_TEST(test_keys)
     for (k = 0; k < 3; k++) {
         keys[k] = *key_by_id(c->verify[k]);
     }
-    assert_status(pdftoken_mint(key_by_id(c->mint), LIT(FIXTURE_PATH), T0,
-                                t),
+    assert_status(pdftoken_mint(key_by_id(c->mint), LIT(FIXTURE_PATH), T0, t),
                   PDFTOKEN_OK, c->name);
     assert_status(pdftoken_verify(keys, c->nkeys, t, PDFTOKEN_LEN,
-                                  LIT(FIXTURE_PATH),
-                                  c->late ? T0 + 1 : T0 - 1, &got),
+                                  LIT(FIXTURE_PATH), c->late ? T0 + 1 : T0 - 1,
+                                  &got),
                   c->want, c->name);
     if (c->want == PDFTOKEN_OK || c->want == PDFTOKEN_EXPIRED) {
         ck_assert_msg(got == T0, "%s: expiry not filled", c->name);
@@ -837,8 +869,8 @@ END_TEST
 
 START_TEST(test_reject_bad_tag_no_keys_null)
 {
-    assert_status(pdftoken_verify(NULL, 0, tok, PDFTOKEN_LEN,
-                                  LIT(FIXTURE_PATH), T0 - 1, NULL),
+    assert_status(pdftoken_verify(NULL, 0, tok, PDFTOKEN_LEN, LIT(FIXTURE_PATH),
+                                  T0 - 1, NULL),
                   PDFTOKEN_BAD_TAG, "keys NULL, nkeys 0");
 }
 END_TEST
@@ -847,35 +879,35 @@ END_TEST
 
 static const struct malformed_case {
     const char *name;
-    int keep;          /* leading chars of the valid token, -1 for none */
-    const char *tail;  /* then these bytes */
+    int keep;         /* leading chars of the valid token, -1 for none */
+    const char *tail; /* then these bytes */
     size_t taillen;
-    int pos;           /* then overwrite this position, or -1 */
+    int pos; /* then overwrite this position, or -1 */
     char byte;
-    size_t repeat;     /* or, if non-zero, this many 'A's */
+    size_t repeat; /* or, if non-zero, this many 'A's */
 } malformed_cases[] = {
-    { "empty", -1, LIT(""), -1, 0, 0 },
-    { "1 char", -1, LIT("A"), -1, 0, 0 },
-    { "59 chars (last one dropped)", 59, LIT(""), -1, 0, 0 },
-    { "61 chars", 60, LIT("A"), -1, 0, 0 },
-    { "exactly 64 chars (one more group)", 60, LIT("AAAA"), -1, 0, 0 },
-    { "65 chars", 60, LIT("AAAAA"), -1, 0, 0 },
-    { "8000 chars", -1, LIT(""), -1, 0, 8000 },
-    { "space", 60, LIT(""), 30, ' ', 0 },
-    { "'+'", 60, LIT(""), 30, '+', 0 },
-    { "'/'", 60, LIT(""), 30, '/', 0 },
-    { "'.'", 60, LIT(""), 30, '.', 0 },
-    { "'%'", 60, LIT(""), 30, '%', 0 },
-    { "byte 0x80", 60, LIT(""), 30, (char)0x80, 0 },
-    { "byte 0xff", 60, LIT(""), 30, (char)0xff, 0 },
-    { "embedded NUL (length 60 passed)", 60, LIT(""), 30, '\0', 0 },
-    { "NUL as the last char", 60, LIT(""), 59, '\0', 0 },
-    { "'=' as the last char", 60, LIT(""), 59, '=', 0 },
-    { "'==' padding in place of two chars", 58, LIT("=="), -1, 0, 0 },
-    { "'=' appended", 60, LIT("="), -1, 0, 0 },
-    { "59 chars + '='", 59, LIT("="), -1, 0, 0 },
-    { "newline appended", 60, LIT("\n"), -1, 0, 0 },
-    { "space in front, 60 chars", -1, LIT(" " TOK_59), -1, 0, 0 },
+    {"empty", -1, LIT(""), -1, 0, 0},
+    {"1 char", -1, LIT("A"), -1, 0, 0},
+    {"59 chars (last one dropped)", 59, LIT(""), -1, 0, 0},
+    {"61 chars", 60, LIT("A"), -1, 0, 0},
+    {"exactly 64 chars (one more group)", 60, LIT("AAAA"), -1, 0, 0},
+    {"65 chars", 60, LIT("AAAAA"), -1, 0, 0},
+    {"8000 chars", -1, LIT(""), -1, 0, 8000},
+    {"space", 60, LIT(""), 30, ' ', 0},
+    {"'+'", 60, LIT(""), 30, '+', 0},
+    {"'/'", 60, LIT(""), 30, '/', 0},
+    {"'.'", 60, LIT(""), 30, '.', 0},
+    {"'%'", 60, LIT(""), 30, '%', 0},
+    {"byte 0x80", 60, LIT(""), 30, (char)0x80, 0},
+    {"byte 0xff", 60, LIT(""), 30, (char)0xff, 0},
+    {"embedded NUL (length 60 passed)", 60, LIT(""), 30, '\0', 0},
+    {"NUL as the last char", 60, LIT(""), 59, '\0', 0},
+    {"'=' as the last char", 60, LIT(""), 59, '=', 0},
+    {"'==' padding in place of two chars", 58, LIT("=="), -1, 0, 0},
+    {"'=' appended", 60, LIT("="), -1, 0, 0},
+    {"59 chars + '='", 59, LIT("="), -1, 0, 0},
+    {"newline appended", 60, LIT("\n"), -1, 0, 0},
+    {"space in front, 60 chars", -1, LIT(" " TOK_59), -1, 0, 0},
 };
 
 /* Build the malformed input of row c into a fresh exact-size block. */
@@ -914,9 +946,9 @@ START_TEST(test_reject_malformed)
     pdftoken_key keys[1];
 
     keys[0] = key_cur;
-    assert_status(pdftoken_verify(keys, 1, in, len, LIT(FIXTURE_PATH),
-                                  T0 - 1, &got),
-                  PDFTOKEN_MALFORMED, c->name);
+    assert_status(
+        pdftoken_verify(keys, 1, in, len, LIT(FIXTURE_PATH), T0 - 1, &got),
+        PDFTOKEN_MALFORMED, c->name);
     ck_assert_msg(got == EXPIRY_UNSET, "%s: expiry filled", c->name);
     free(in);
 }
@@ -924,7 +956,7 @@ END_TEST
 
 /* ---- rejection: unknown version -------------------------------------- */
 
-static const unsigned char bad_versions[] = { 0x00, 0x02, 0x7f, 0x80, 0xff };
+static const unsigned char bad_versions[] = {0x00, 0x02, 0x7f, 0x80, 0xff};
 
 START_TEST(test_reject_bad_version)
 {
@@ -934,23 +966,21 @@ START_TEST(test_reject_bad_version)
     char name[64];
 
     /* The valid token, decoded, given another version, re-encoded. */
-    ck_assert_int_eq(pdftoken_b64url_decode(tok, PDFTOKEN_LEN, raw,
-                                            sizeof(raw)),
-                     PDFTOKEN_RAW_LEN);
+    ck_assert_int_eq(
+        pdftoken_b64url_decode(tok, PDFTOKEN_LEN, raw, sizeof(raw)),
+        PDFTOKEN_RAW_LEN);
     ck_assert_int_eq(raw[0], PDFTOKEN_VERSION);
     raw[0] = v;
     pdftoken_b64url_encode(raw, sizeof(raw), t);
     snprintf(name, sizeof(name), "version %u, re-encoded", v);
-    assert_status(verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1,
-                              &got),
+    assert_status(verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, &got),
                   PDFTOKEN_BAD_VERSION, name);
 
     /* Even with a tag that is right for the changed bytes, a version the
      * library does not know is refused, not read. */
     hand_token(&key_cur, v, T0, fixture_nonce, LIT(FIXTURE_PATH), t);
     snprintf(name, sizeof(name), "version %u, valid tag", v);
-    assert_status(verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1,
-                              &got),
+    assert_status(verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, &got),
                   PDFTOKEN_BAD_VERSION, name);
     ck_assert(got == EXPIRY_UNSET);
 }
@@ -959,47 +989,46 @@ END_TEST
 /* ---- key loading, generation, wiping --------------------------------- */
 
 /* Two keys are equal when they MAC this alike. */
-static const unsigned char probe[] = { 'p', 'r', 'o', 'b', 'e' };
+static const unsigned char probe[] = {'p', 'r', 'o', 'b', 'e'};
 
 static const struct load_case {
     const char *name;
-    size_t lead;       /* leading spaces */
-    size_t baselen;    /* then this many secret bytes */
+    size_t lead;    /* leading spaces */
+    size_t baselen; /* then this many secret bytes */
     enum pattern pat;
-    const char *tail;  /* then this */
+    const char *tail; /* then this */
     size_t taillen;
     pdftoken_status want;
-    int same;          /* the key equals the one from the bare base */
+    int same; /* the key equals the one from the bare base */
 } load_cases[] = {
-    { "0 bytes", 0, 0, PAT_SECRET, LIT(""), PDFTOKEN_SHORT_SECRET, 0 },
-    { "31 bytes", 0, 31, PAT_SECRET, LIT(""), PDFTOKEN_SHORT_SECRET, 0 },
-    { "32 bytes", 0, 32, PAT_SECRET, LIT(""), PDFTOKEN_OK, 1 },
-    { "32 binary bytes (NUL, TAB, LF inside)", 0, 32, PAT_BYTES, LIT(""),
-      PDFTOKEN_OK, 1 },
-    { "32 bytes + LF", 0, 32, PAT_SECRET, LIT("\n"), PDFTOKEN_OK, 1 },
-    { "32 bytes + CRLF", 0, 32, PAT_SECRET, LIT("\r\n"), PDFTOKEN_OK, 1 },
-    { "32 bytes + spaces", 0, 32, PAT_SECRET, LIT("   "), PDFTOKEN_OK, 1 },
-    { "32 bytes + mixed whitespace", 0, 32, PAT_SECRET, LIT(" \t\r\n\t\n"),
-      PDFTOKEN_OK, 1 },
-    { "64 hex chars + LF (openssl rand -hex 32)", 0, 64, PAT_SECRET,
-      LIT("\n"), PDFTOKEN_OK, 1 },
-    { "31 bytes + LF", 0, 31, PAT_SECRET, LIT("\n"), PDFTOKEN_SHORT_SECRET,
-      0 },
-    { "31 bytes + CRLF", 0, 31, PAT_SECRET, LIT("\r\n"),
-      PDFTOKEN_SHORT_SECRET, 0 },
-    { "31 bytes + a space", 0, 31, PAT_SECRET, LIT(" "),
-      PDFTOKEN_SHORT_SECRET, 0 },
-    { "40 bytes of whitespace", 0, 0, PAT_SECRET,
-      LIT("          \t\t\t\t\t\t\t\t\t\t\r\n\r\n\r\n\r\n\r\n"),
-      PDFTOKEN_SHORT_SECRET, 0 },
-    { "a leading space is secret (1 + 31)", 1, 31, PAT_SECRET, LIT(""),
-      PDFTOKEN_OK, 0 },
-    { "4096 bytes", 0, 4096, PAT_SECRET, LIT(""), PDFTOKEN_OK, 1 },
-    { "4096 bytes + LF", 0, 4096, PAT_SECRET, LIT("\n"), PDFTOKEN_OK, 1 },
-    { "4097 bytes", 0, 4097, PAT_SECRET, LIT(""), PDFTOKEN_LONG_SECRET, 0 },
-    { "4097 bytes + LF", 0, 4097, PAT_SECRET, LIT("\n"),
-      PDFTOKEN_LONG_SECRET, 0 },
-    { "64 KB", 0, 65536, PAT_SECRET, LIT(""), PDFTOKEN_LONG_SECRET, 0 },
+    {"0 bytes", 0, 0, PAT_SECRET, LIT(""), PDFTOKEN_SHORT_SECRET, 0},
+    {"31 bytes", 0, 31, PAT_SECRET, LIT(""), PDFTOKEN_SHORT_SECRET, 0},
+    {"32 bytes", 0, 32, PAT_SECRET, LIT(""), PDFTOKEN_OK, 1},
+    {"32 binary bytes (NUL, TAB, LF inside)", 0, 32, PAT_BYTES, LIT(""),
+     PDFTOKEN_OK, 1},
+    {"32 bytes + LF", 0, 32, PAT_SECRET, LIT("\n"), PDFTOKEN_OK, 1},
+    {"32 bytes + CRLF", 0, 32, PAT_SECRET, LIT("\r\n"), PDFTOKEN_OK, 1},
+    {"32 bytes + spaces", 0, 32, PAT_SECRET, LIT("   "), PDFTOKEN_OK, 1},
+    {"32 bytes + mixed whitespace", 0, 32, PAT_SECRET, LIT(" \t\r\n\t\n"),
+     PDFTOKEN_OK, 1},
+    {"64 hex chars + LF (openssl rand -hex 32)", 0, 64, PAT_SECRET, LIT("\n"),
+     PDFTOKEN_OK, 1},
+    {"31 bytes + LF", 0, 31, PAT_SECRET, LIT("\n"), PDFTOKEN_SHORT_SECRET, 0},
+    {"31 bytes + CRLF", 0, 31, PAT_SECRET, LIT("\r\n"), PDFTOKEN_SHORT_SECRET,
+     0},
+    {"31 bytes + a space", 0, 31, PAT_SECRET, LIT(" "), PDFTOKEN_SHORT_SECRET,
+     0},
+    {"40 bytes of whitespace", 0, 0, PAT_SECRET,
+     LIT("          \t\t\t\t\t\t\t\t\t\t\r\n\r\n\r\n\r\n\r\n"),
+     PDFTOKEN_SHORT_SECRET, 0},
+    {"a leading space is secret (1 + 31)", 1, 31, PAT_SECRET, LIT(""),
+     PDFTOKEN_OK, 0},
+    {"4096 bytes", 0, 4096, PAT_SECRET, LIT(""), PDFTOKEN_OK, 1},
+    {"4096 bytes + LF", 0, 4096, PAT_SECRET, LIT("\n"), PDFTOKEN_OK, 1},
+    {"4097 bytes", 0, 4097, PAT_SECRET, LIT(""), PDFTOKEN_LONG_SECRET, 0},
+    {"4097 bytes + LF", 0, 4097, PAT_SECRET, LIT("\n"), PDFTOKEN_LONG_SECRET,
+     0},
+    {"64 KB", 0, 65536, PAT_SECRET, LIT(""), PDFTOKEN_LONG_SECRET, 0},
 };
 
 START_TEST(test_key_load)
@@ -1019,22 +1048,20 @@ START_TEST(test_key_load)
     assert_status(pdftoken_key_load(&key, file, len), c->want, c->name);
     if (c->want != PDFTOKEN_OK) {
         /* A refused key is left zeroed, so wiping it is still safe. */
-        ck_assert_msg(key.mac == NULL, "%s: refused key not zeroed",
-                      c->name);
+        ck_assert_msg(key.mac == NULL, "%s: refused key not zeroed", c->name);
     }
     else {
         /* Trailing whitespace changes nothing: servers whose editors
          * kept or dropped the newline derive the same key. */
-        assert_status(pdftoken_hmac(&key, probe, sizeof(probe), a),
-                      PDFTOKEN_OK, c->name);
+        assert_status(pdftoken_hmac(&key, probe, sizeof(probe), a), PDFTOKEN_OK,
+                      c->name);
         if (c->same) {
             assert_status(pdftoken_key_init(&ref, base, c->baselen),
                           PDFTOKEN_OK, c->name);
             assert_status(pdftoken_hmac(&ref, probe, sizeof(probe), b),
                           PDFTOKEN_OK, c->name);
             ck_assert_msg(memcmp(a, b, sizeof(a)) == 0,
-                          "%s: key differs from the bare secret's",
-                          c->name);
+                          "%s: key differs from the bare secret's", c->name);
             pdftoken_key_wipe(&ref);
         }
     }
@@ -1066,12 +1093,12 @@ START_TEST(test_key_generate_distinct)
     assert_status(pdftoken_mint(&a, LIT(FIXTURE_PATH), T0, t), PDFTOKEN_OK,
                   "mint");
     keys[0] = a;
-    assert_status(pdftoken_verify(keys, 1, t, PDFTOKEN_LEN,
-                                  LIT(FIXTURE_PATH), T0 - 1, NULL),
+    assert_status(pdftoken_verify(keys, 1, t, PDFTOKEN_LEN, LIT(FIXTURE_PATH),
+                                  T0 - 1, NULL),
                   PDFTOKEN_OK, "under its own key");
     keys[0] = b;
-    assert_status(pdftoken_verify(keys, 1, t, PDFTOKEN_LEN,
-                                  LIT(FIXTURE_PATH), T0 - 1, NULL),
+    assert_status(pdftoken_verify(keys, 1, t, PDFTOKEN_LEN, LIT(FIXTURE_PATH),
+                                  T0 - 1, NULL),
                   PDFTOKEN_BAD_TAG, "under another generated key");
     pdftoken_key_wipe(&a);
     pdftoken_key_wipe(&b);
@@ -1108,8 +1135,8 @@ START_TEST(test_unset_key_is_crypto_error)
                   PDFTOKEN_CRYPTO_ERROR, "mint");
     keys[0] = key;
     keys[1] = key_cur;
-    assert_status(pdftoken_verify(keys, 2, tok, PDFTOKEN_LEN,
-                                  LIT(FIXTURE_PATH), T0 - 1, NULL),
+    assert_status(pdftoken_verify(keys, 2, tok, PDFTOKEN_LEN, LIT(FIXTURE_PATH),
+                                  T0 - 1, NULL),
                   PDFTOKEN_CRYPTO_ERROR, "verify");
 }
 END_TEST
@@ -1121,47 +1148,47 @@ static const struct query_case {
     const char *args;
     const char *param;
     size_t count;
-    const char *value;    /* first value, when count > 0 */
+    const char *value; /* first value, when count > 0 */
     const char *stripped;
 } query_cases[] = {
-    { "only", "pdftoken=abc", "pdftoken", 1, "abc", "" },
-    { "first", "pdftoken=abc&a=1&b=2", "pdftoken", 1, "abc", "a=1&b=2" },
-    { "middle", "a=1&pdftoken=abc&b=2", "pdftoken", 1, "abc", "a=1&b=2" },
-    { "last", "a=1&b=2&pdftoken=abc", "pdftoken", 1, "abc", "a=1&b=2" },
-    { "empty value", "a=1&pdftoken=&b=2", "pdftoken", 1, "", "a=1&b=2" },
-    { "empty value, only", "pdftoken=", "pdftoken", 1, "", "" },
-    { "bare name", "a=1&pdftoken&b=2", "pdftoken", 1, "", "a=1&b=2" },
-    { "bare name, only", "pdftoken", "pdftoken", 1, "", "" },
-    { "name is a suffix of another (xpdftoken)", "xpdftoken=1",
-      "pdftoken", 0, NULL, "xpdftoken=1" },
-    { "name is a prefix of another (pdftokenx)", "pdftokenx=1",
-      "pdftoken", 0, NULL, "pdftokenx=1" },
-    { "longer name is ours' prefix (pdftoke)", "pdftoke=1", "pdftoken", 0,
-      NULL, "pdftoke=1" },
-    { "near misses around a match",
-      "xpdftoken=1&pdftokenx=2&pdftoken=ok&pdftoke=3", "pdftoken", 1, "ok",
-      "xpdftoken=1&pdftokenx=2&pdftoke=3" },
-    { "case differs", "PDFTOKEN=1&Pdftoken=2", "pdftoken", 0, NULL,
-      "PDFTOKEN=1&Pdftoken=2" },
-    { "name only in a value", "a=pdftoken=1&b=pdftoken", "pdftoken", 0,
-      NULL, "a=pdftoken=1&b=pdftoken" },
-    { "escaped '=' is not '='", "pdftoken%3D1", "pdftoken", 0, NULL,
-      "pdftoken%3D1" },
-    { "'=' in the value", "pdftoken=a=b&c", "pdftoken", 1, "a=b", "c" },
-    { "'&&'", "a=1&&pdftoken=v&&b=2", "pdftoken", 1, "v", "a=1&&&b=2" },
-    { "trailing '&'", "a=1&pdftoken=v&", "pdftoken", 1, "v", "a=1&" },
-    { "leading '&'", "&pdftoken=v&a=1", "pdftoken", 1, "v", "&a=1" },
-    { "only '&'", "&", "pdftoken", 0, NULL, "&" },
-    { "only '&&'", "&&", "pdftoken", 0, NULL, "&&" },
-    { "empty string", "", "pdftoken", 0, NULL, "" },
-    { "two, the first counts", "pdftoken=first&a&pdftoken=second",
-      "pdftoken", 2, "first", "a" },
-    { "others kept byte for byte",
-      "q=%C3%BC+x&pdftoken=t&r=a%26b&%20=&s=;,&t==&u", "pdftoken", 1, "t",
-      "q=%C3%BC+x&r=a%26b&%20=&s=;,&t==&u" },
-    { "no match, nothing changes", "a=1&b=2&c", "pdftoken", 0, NULL,
-      "a=1&b=2&c" },
-    { "empty name matches nothing", "=1&&a", "", 0, NULL, "=1&&a" },
+    {"only", "pdftoken=abc", "pdftoken", 1, "abc", ""},
+    {"first", "pdftoken=abc&a=1&b=2", "pdftoken", 1, "abc", "a=1&b=2"},
+    {"middle", "a=1&pdftoken=abc&b=2", "pdftoken", 1, "abc", "a=1&b=2"},
+    {"last", "a=1&b=2&pdftoken=abc", "pdftoken", 1, "abc", "a=1&b=2"},
+    {"empty value", "a=1&pdftoken=&b=2", "pdftoken", 1, "", "a=1&b=2"},
+    {"empty value, only", "pdftoken=", "pdftoken", 1, "", ""},
+    {"bare name", "a=1&pdftoken&b=2", "pdftoken", 1, "", "a=1&b=2"},
+    {"bare name, only", "pdftoken", "pdftoken", 1, "", ""},
+    {"name is a suffix of another (xpdftoken)", "xpdftoken=1", "pdftoken", 0,
+     NULL, "xpdftoken=1"},
+    {"name is a prefix of another (pdftokenx)", "pdftokenx=1", "pdftoken", 0,
+     NULL, "pdftokenx=1"},
+    {"longer name is ours' prefix (pdftoke)", "pdftoke=1", "pdftoken", 0, NULL,
+     "pdftoke=1"},
+    {"near misses around a match",
+     "xpdftoken=1&pdftokenx=2&pdftoken=ok&pdftoke=3", "pdftoken", 1, "ok",
+     "xpdftoken=1&pdftokenx=2&pdftoke=3"},
+    {"case differs", "PDFTOKEN=1&Pdftoken=2", "pdftoken", 0, NULL,
+     "PDFTOKEN=1&Pdftoken=2"},
+    {"name only in a value", "a=pdftoken=1&b=pdftoken", "pdftoken", 0, NULL,
+     "a=pdftoken=1&b=pdftoken"},
+    {"escaped '=' is not '='", "pdftoken%3D1", "pdftoken", 0, NULL,
+     "pdftoken%3D1"},
+    {"'=' in the value", "pdftoken=a=b&c", "pdftoken", 1, "a=b", "c"},
+    {"'&&'", "a=1&&pdftoken=v&&b=2", "pdftoken", 1, "v", "a=1&&&b=2"},
+    {"trailing '&'", "a=1&pdftoken=v&", "pdftoken", 1, "v", "a=1&"},
+    {"leading '&'", "&pdftoken=v&a=1", "pdftoken", 1, "v", "&a=1"},
+    {"only '&'", "&", "pdftoken", 0, NULL, "&"},
+    {"only '&&'", "&&", "pdftoken", 0, NULL, "&&"},
+    {"empty string", "", "pdftoken", 0, NULL, ""},
+    {"two, the first counts", "pdftoken=first&a&pdftoken=second", "pdftoken", 2,
+     "first", "a"},
+    {"others kept byte for byte",
+     "q=%C3%BC+x&pdftoken=t&r=a%26b&%20=&s=;,&t==&u", "pdftoken", 1, "t",
+     "q=%C3%BC+x&r=a%26b&%20=&s=;,&t==&u"},
+    {"no match, nothing changes", "a=1&b=2&c", "pdftoken", 0, NULL,
+     "a=1&b=2&c"},
+    {"empty name matches nothing", "=1&&a", "", 0, NULL, "=1&&a"},
 };
 
 START_TEST(test_query_find)
@@ -1180,8 +1207,8 @@ START_TEST(test_query_find)
                       "%s: value outside the query", c->name);
         ck_assert_msg(vallen == strlen(c->value)
                           && memcmp(val, c->value, vallen) == 0,
-                      "%s: value \"%.*s\", want \"%s\"", c->name,
-                      (int)vallen, val, c->value);
+                      "%s: value \"%.*s\", want \"%s\"", c->name, (int)vallen,
+                      val, c->value);
     }
     free(args);
 }
@@ -1197,10 +1224,10 @@ START_TEST(test_query_strip)
 
     ck_assert_ptr_nonnull(out);
     n = pdftoken_query_strip(args, len, c->param, strlen(c->param), out);
-    ck_assert_msg(strcmp(out, c->stripped) == 0,
-                  "%s: got \"%s\", want \"%s\"", c->name, out, c->stripped);
-    ck_assert_msg(n == strlen(c->stripped), "%s: length %zu, want %zu",
-                  c->name, n, strlen(c->stripped));
+    ck_assert_msg(strcmp(out, c->stripped) == 0, "%s: got \"%s\", want \"%s\"",
+                  c->name, out, c->stripped);
+    ck_assert_msg(n == strlen(c->stripped), "%s: length %zu, want %zu", c->name,
+                  n, strlen(c->stripped));
     free(out);
     free(args);
 }
@@ -1232,9 +1259,8 @@ START_TEST(test_query_500_duplicates)
     n = pdftoken_query_strip(args, len, LIT("pdftoken"), out);
     ck_assert_uint_eq(n, keptlen);
     ck_assert_str_eq(out, kept);
-    ck_assert_uint_eq(pdftoken_query_find(out, n, LIT("pdftoken"), &val,
-                                          &vallen),
-                      0);
+    ck_assert_uint_eq(
+        pdftoken_query_find(out, n, LIT("pdftoken"), &val, &vallen), 0);
 
     /* And nothing but duplicates: nothing is left. */
     len = 0;
@@ -1242,11 +1268,9 @@ START_TEST(test_query_500_duplicates)
         len += (size_t)snprintf(args + len, cap - len, "%spdftoken=%d",
                                 i ? "&" : "", i);
     }
-    ck_assert_uint_eq(pdftoken_query_find(args, len, LIT("pdftoken"), &val,
-                                          &vallen),
-                      500);
-    ck_assert_uint_eq(pdftoken_query_strip(args, len, LIT("pdftoken"), out),
-                      0);
+    ck_assert_uint_eq(
+        pdftoken_query_find(args, len, LIT("pdftoken"), &val, &vallen), 500);
+    ck_assert_uint_eq(pdftoken_query_strip(args, len, LIT("pdftoken"), out), 0);
     ck_assert_str_eq(out, "");
     free(out);
     free(kept);
@@ -1263,55 +1287,51 @@ static const struct cookie_case {
     const char *value;
     int want;
 } cookie_cases[] = {
-    { "exact name and value", "pdftoken=" TOK, "pdftoken", TOK, 1 },
-    { "after another cookie", "a=b; pdftoken=" TOK, "pdftoken", TOK, 1 },
-    { "before another cookie", "pdftoken=" TOK "; a=b", "pdftoken", TOK,
-      1 },
-    { "nonce-suffixed name", "pdftoken_AAECAwQF=" TOK,
-      "pdftoken_AAECAwQF", TOK, 1 },
-    { "name is a suffix of another (xpdftoken)", "xpdftoken=" TOK,
-      "pdftoken", TOK, 0 },
-    { "name is a prefix of another (pdftokenx)", "pdftokenx=" TOK,
-      "pdftoken", TOK, 0 },
-    { "another suffix's cookie", "pdftoken_AAECAwQG=" TOK,
-      "pdftoken_AAECAwQF", TOK, 0 },
-    { "name cut short", "pdftoke=" TOK, "pdftoken", TOK, 0 },
-    { "case differs", "PDFTOKEN=" TOK, "pdftoken", TOK, 0 },
-    { "empty pairs", ";;pdftoken=" TOK ";;", "pdftoken", TOK, 1 },
-    { "pairs without '='", "junk; =; pdftoken=" TOK "; more", "pdftoken",
-      TOK, 1 },
-    { "our name without '='", "pdftoken; a=" TOK, "pdftoken", TOK, 0 },
-    { "double-quoted value", "pdftoken=\"" TOK "\"", "pdftoken", TOK, 1 },
-    { "unbalanced quote", "pdftoken=\"" TOK, "pdftoken", TOK, 0 },
-    { "spaces and tabs around name and value",
-      " \t pdftoken \t= \t" TOK " \t; a=b", "pdftoken", TOK, 1 },
-    { "',' as the separator", "a=b, pdftoken=" TOK ",c=d", "pdftoken", TOK,
-      1 },
-    { "token split across two cookies",
-      "pdftoken=" TOK_A "; pdftoken=" TOK_B, "pdftoken", TOK, 0 },
-    { "token split by ','", "pdftoken=" TOK_A "," TOK_B, "pdftoken", TOK,
-      0 },
-    { "token split by ';' without a name", "pdftoken=" TOK_A ";" TOK_B,
-      "pdftoken", TOK, 0 },
-    { "value one char longer", "pdftoken=" TOK "A", "pdftoken", TOK, 0 },
-    { "value one char shorter", "pdftoken=" TOK_59, "pdftoken", TOK, 0 },
-    { "junk value with the right name", "pdftoken=deleted", "pdftoken",
-      TOK, 0 },
-    { "empty value", "pdftoken=", "pdftoken", TOK, 0 },
-    { "value with a leading '='", "pdftoken==" TOK, "pdftoken", TOK, 0 },
-    { "duplicates, first wrong, second right",
-      "pdftoken=wrong; pdftoken=" TOK, "pdftoken", TOK, 1 },
-    { "duplicates, first right, second wrong",
-      "pdftoken=" TOK "; pdftoken=wrong", "pdftoken", TOK, 1 },
-    { "token as a name", TOK "=pdftoken", "pdftoken", TOK, 0 },
-    { "empty header", "", "pdftoken", TOK, 0 },
-    { "only separators", " ;, ;\t", "pdftoken", TOK, 0 },
-    { "',' and ';' mixed, ours between",
-      "a=b, c=d; e=f,g=h; pdftoken=" TOK ", i=j;k=l", "pdftoken", TOK, 1 },
-    { "',' and ';' mixed, ours after many ','",
-      "a=1,b=2,c=3,d=4;e=5,f=6;pdftoken=" TOK, "pdftoken", TOK, 1 },
-    { "',' inside a ';' pair splits the token",
-      "x=1; pdftoken=" TOK_A "," TOK_B "; y=2", "pdftoken", TOK, 0 },
+    {"exact name and value", "pdftoken=" TOK, "pdftoken", TOK, 1},
+    {"after another cookie", "a=b; pdftoken=" TOK, "pdftoken", TOK, 1},
+    {"before another cookie", "pdftoken=" TOK "; a=b", "pdftoken", TOK, 1},
+    {"nonce-suffixed name", "pdftoken_AAECAwQF=" TOK, "pdftoken_AAECAwQF", TOK,
+     1},
+    {"name is a suffix of another (xpdftoken)", "xpdftoken=" TOK, "pdftoken",
+     TOK, 0},
+    {"name is a prefix of another (pdftokenx)", "pdftokenx=" TOK, "pdftoken",
+     TOK, 0},
+    {"another suffix's cookie", "pdftoken_AAECAwQG=" TOK, "pdftoken_AAECAwQF",
+     TOK, 0},
+    {"name cut short", "pdftoke=" TOK, "pdftoken", TOK, 0},
+    {"case differs", "PDFTOKEN=" TOK, "pdftoken", TOK, 0},
+    {"empty pairs", ";;pdftoken=" TOK ";;", "pdftoken", TOK, 1},
+    {"pairs without '='", "junk; =; pdftoken=" TOK "; more", "pdftoken", TOK,
+     1},
+    {"our name without '='", "pdftoken; a=" TOK, "pdftoken", TOK, 0},
+    {"double-quoted value", "pdftoken=\"" TOK "\"", "pdftoken", TOK, 1},
+    {"unbalanced quote", "pdftoken=\"" TOK, "pdftoken", TOK, 0},
+    {"spaces and tabs around name and value",
+     " \t pdftoken \t= \t" TOK " \t; a=b", "pdftoken", TOK, 1},
+    {"',' as the separator", "a=b, pdftoken=" TOK ",c=d", "pdftoken", TOK, 1},
+    {"token split across two cookies", "pdftoken=" TOK_A "; pdftoken=" TOK_B,
+     "pdftoken", TOK, 0},
+    {"token split by ','", "pdftoken=" TOK_A "," TOK_B, "pdftoken", TOK, 0},
+    {"token split by ';' without a name", "pdftoken=" TOK_A ";" TOK_B,
+     "pdftoken", TOK, 0},
+    {"value one char longer", "pdftoken=" TOK "A", "pdftoken", TOK, 0},
+    {"value one char shorter", "pdftoken=" TOK_59, "pdftoken", TOK, 0},
+    {"junk value with the right name", "pdftoken=deleted", "pdftoken", TOK, 0},
+    {"empty value", "pdftoken=", "pdftoken", TOK, 0},
+    {"value with a leading '='", "pdftoken==" TOK, "pdftoken", TOK, 0},
+    {"duplicates, first wrong, second right", "pdftoken=wrong; pdftoken=" TOK,
+     "pdftoken", TOK, 1},
+    {"duplicates, first right, second wrong",
+     "pdftoken=" TOK "; pdftoken=wrong", "pdftoken", TOK, 1},
+    {"token as a name", TOK "=pdftoken", "pdftoken", TOK, 0},
+    {"empty header", "", "pdftoken", TOK, 0},
+    {"only separators", " ;, ;\t", "pdftoken", TOK, 0},
+    {"',' and ';' mixed, ours between",
+     "a=b, c=d; e=f,g=h; pdftoken=" TOK ", i=j;k=l", "pdftoken", TOK, 1},
+    {"',' and ';' mixed, ours after many ','",
+     "a=1,b=2,c=3,d=4;e=5,f=6;pdftoken=" TOK, "pdftoken", TOK, 1},
+    {"',' inside a ';' pair splits the token",
+     "x=1; pdftoken=" TOK_A "," TOK_B "; y=2", "pdftoken", TOK, 0},
 };
 
 START_TEST(test_cookie_match)
@@ -1321,10 +1341,9 @@ START_TEST(test_cookie_match)
     char *h = dup_exact(c->header, len);
     int got;
 
-    got = pdftoken_cookie_match(h, len, c->cookie, strlen(c->cookie),
-                                c->value, strlen(c->value));
-    ck_assert_msg(got == c->want, "%s: got %d, want %d", c->name, got,
-                  c->want);
+    got = pdftoken_cookie_match(h, len, c->cookie, strlen(c->cookie), c->value,
+                                strlen(c->value));
+    ck_assert_msg(got == c->want, "%s: got %d, want %d", c->name, got, c->want);
     free(h);
 }
 END_TEST
@@ -1341,15 +1360,13 @@ START_TEST(test_cookie_300_pairs)
     }
     /* Without the token: no match anywhere in the walk. */
     h = dup_exact(buf, len);
-    ck_assert_int_eq(pdftoken_cookie_match(h, len, LIT("pdftoken"),
-                                           LIT(TOK)),
+    ck_assert_int_eq(pdftoken_cookie_match(h, len, LIT("pdftoken"), LIT(TOK)),
                      0);
     free(h);
     /* The 300th pair, last in the header, is ours. */
     len += (size_t)snprintf(buf + len, cap - len, "pdftoken=%s", TOK);
     h = dup_exact(buf, len);
-    ck_assert_int_eq(pdftoken_cookie_match(h, len, LIT("pdftoken"),
-                                           LIT(TOK)),
+    ck_assert_int_eq(pdftoken_cookie_match(h, len, LIT("pdftoken"), LIT(TOK)),
                      1);
     free(h);
     free(buf);
@@ -1370,22 +1387,22 @@ static const struct kat_case {
     const char *noncehex;
     const char *token;
 } kat_cases[] = {
-    { "32-byte key, /a.pdf",
-      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
-      LIT("/a.pdf"), UINT64_C(1700000000),
-      "000102030405060708090a0b0c0d0e0f",
-      "AQAAAABlU_EAAAECAwQFBgcICQoLDA0ODyvLUISRdKX_WG1jSMeeCQ3nbUNK" },
-    { "1-byte key, empty path, expiry 0", "00", LIT(""), 0,
-      "00000000000000000000000000000000",
-      "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAACOafQ0_G746mK7eAeKtgYwttgtx" },
-    { "UTF-8 path, expiry 2^64-1",
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-      LIT("/dokumente/\xc3\x9c" "bersicht 100%.pdf"), UINT64_MAX,
-      "ffffffffffffffffffffffffffffffff",
-      "Af_______________________________8Ny8Kn37mLS00T8Q4jtFKS1VNgc" },
-    { "embedded NUL, expiry 2^32", "4a656665", LIT("/a\0b.pdf"),
-      UINT64_C(4294967296), "0f0e0d0c0b0a09080706050403020100",
-      "AQAAAAEAAAAADw4NDAsKCQgHBgUEAwIBAIrNRTJqmWBa7sFQOsyxL6xtn0IQ" },
+    {"32-byte key, /a.pdf",
+     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+     LIT("/a.pdf"), UINT64_C(1700000000), "000102030405060708090a0b0c0d0e0f",
+     "AQAAAABlU_EAAAECAwQFBgcICQoLDA0ODyvLUISRdKX_WG1jSMeeCQ3nbUNK"},
+    {"1-byte key, empty path, expiry 0", "00", LIT(""), 0,
+     "00000000000000000000000000000000",
+     "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAACOafQ0_G746mK7eAeKtgYwttgtx"},
+    {"UTF-8 path, expiry 2^64-1",
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     LIT("/dokumente/\xc3\x9c"
+         "bersicht 100%.pdf"),
+     UINT64_MAX, "ffffffffffffffffffffffffffffffff",
+     "Af_______________________________8Ny8Kn37mLS00T8Q4jtFKS1VNgc"},
+    {"embedded NUL, expiry 2^32", "4a656665", LIT("/a\0b.pdf"),
+     UINT64_C(4294967296), "0f0e0d0c0b0a09080706050403020100",
+     "AQAAAAEAAAAADw4NDAsKCQgHBgUEAwIBAIrNRTJqmWBa7sFQOsyxL6xtn0IQ"},
 };
 
 START_TEST(test_known_answer)
@@ -1399,11 +1416,11 @@ START_TEST(test_known_answer)
 
     hex_decode(c->noncehex, nonce);
     assert_status(pdftoken_key_init(&k, key, keylen), PDFTOKEN_OK, c->name);
-    assert_status(pdftoken_mint_nonce(&k, c->path, c->pathlen, c->expiry,
-                                      nonce, t),
-                  PDFTOKEN_OK, c->name);
-    ck_assert_msg(strcmp(t, c->token) == 0, "%s: got %s, want %s", c->name,
-                  t, c->token);
+    assert_status(
+        pdftoken_mint_nonce(&k, c->path, c->pathlen, c->expiry, nonce, t),
+        PDFTOKEN_OK, c->name);
+    ck_assert_msg(strcmp(t, c->token) == 0, "%s: got %s, want %s", c->name, t,
+                  c->token);
     assert_status(pdftoken_verify(&k, 1, c->token, PDFTOKEN_LEN, c->path,
                                   c->pathlen, 0, &got),
                   c->expiry > 0 ? PDFTOKEN_OK : PDFTOKEN_EXPIRED, c->name);
@@ -1414,57 +1431,58 @@ END_TEST
 
 static const struct ref_case {
     const char *name;
-    const char *keyhex;  /* NULL: keylen bytes of PAT_KEY */
+    const char *keyhex; /* NULL: keylen bytes of PAT_KEY */
     size_t keylen;
-    const char *path;    /* NULL: pathlen bytes of pattern pat */
+    const char *path; /* NULL: pathlen bytes of pattern pat */
     size_t pathlen;
     enum pattern pat;
     uint64_t expiry;
     const char *noncehex;
 } ref_cases[] = {
-    { "/a.pdf", NULL, 32, LIT("/a.pdf"), 0, UINT64_C(1700000000),
-      "000102030405060708090a0b0c0d0e0f" },
-    { "empty path", NULL, 32, LIT(""), 0, UINT64_C(1700000000),
-      "00000000000000000000000000000000" },
-    { "spaces", NULL, 32, LIT("/docs/annual report 2024.pdf"), 0,
-      UINT64_C(1893456000), "ffffffffffffffffffffffffffffffff" },
-    { "percent signs", NULL, 32, LIT("/100%/a%2Fb%00.pdf"), 0,
-      UINT64_C(1700000001), "8000000000000000000000000000007f" },
-    { "UTF-8", NULL, 32,
-      LIT("/dokumente/\xc3\x9c" "bersicht \xe6\x96\x87.pdf"), 0,
-      UINT64_C(1700000000), "0123456789abcdeffedcba9876543210" },
-    { "invalid UTF-8 bytes", NULL, 32, LIT("/\x80\xff\xfe\xc3/raw.pdf"), 0,
-      UINT64_C(1700000000), "55555555555555555555555555555555" },
-    { "embedded NUL", NULL, 32, LIT("/a\0b.pdf"), 0, UINT64_C(1700000000),
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+    {"/a.pdf", NULL, 32, LIT("/a.pdf"), 0, UINT64_C(1700000000),
+     "000102030405060708090a0b0c0d0e0f"},
+    {"empty path", NULL, 32, LIT(""), 0, UINT64_C(1700000000),
+     "00000000000000000000000000000000"},
+    {"spaces", NULL, 32, LIT("/docs/annual report 2024.pdf"), 0,
+     UINT64_C(1893456000), "ffffffffffffffffffffffffffffffff"},
+    {"percent signs", NULL, 32, LIT("/100%/a%2Fb%00.pdf"), 0,
+     UINT64_C(1700000001), "8000000000000000000000000000007f"},
+    {"UTF-8", NULL, 32,
+     LIT("/dokumente/\xc3\x9c"
+         "bersicht \xe6\x96\x87.pdf"),
+     0, UINT64_C(1700000000), "0123456789abcdeffedcba9876543210"},
+    {"invalid UTF-8 bytes", NULL, 32, LIT("/\x80\xff\xfe\xc3/raw.pdf"), 0,
+     UINT64_C(1700000000), "55555555555555555555555555555555"},
+    {"embedded NUL", NULL, 32, LIT("/a\0b.pdf"), 0, UINT64_C(1700000000),
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
     /* The signed message is 33 bytes plus the path: these lengths put its
      * end on either side of SHA-256's padding and block boundaries. */
-    { "path of 22 bytes (message 55)", NULL, 32, NULL, 22, PAT_PATH,
-      UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100" },
-    { "path of 23 bytes (message 56)", NULL, 32, NULL, 23, PAT_PATH,
-      UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100" },
-    { "path of 31 bytes (message 64)", NULL, 32, NULL, 31, PAT_PATH,
-      UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100" },
-    { "4 KB path", NULL, 32, NULL, 4096, PAT_PATH, UINT64_C(1700000000),
-      "00112233445566778899aabbccddeeff" },
-    { "4 KB of every byte value", NULL, 32, NULL, 4096, PAT_BYTES,
-      UINT64_C(1700000000), "00112233445566778899aabbccddeeff" },
-    { "expiry 0", NULL, 32, LIT("/a.pdf"), 0, 0,
-      "000102030405060708090a0b0c0d0e0f" },
-    { "expiry 2^32", NULL, 32, LIT("/a.pdf"), 0, UINT64_C(0x100000000),
-      "000102030405060708090a0b0c0d0e0f" },
-    { "expiry with every byte set", NULL, 32, LIT("/a.pdf"), 0,
-      UINT64_C(0x0102030405060708), "000102030405060708090a0b0c0d0e0f" },
-    { "expiry 2^63", NULL, 32, LIT("/a.pdf"), 0,
-      UINT64_C(0x8000000000000000), "000102030405060708090a0b0c0d0e0f" },
-    { "expiry 2^64-1", NULL, 32, LIT("/a.pdf"), 0, UINT64_MAX,
-      "000102030405060708090a0b0c0d0e0f" },
-    { "1-byte key", "01", 0, LIT("/a.pdf"), 0, UINT64_C(1700000000),
-      "000102030405060708090a0b0c0d0e0f" },
-    { "131-byte key (hashed first)", NULL, 131, LIT("/a.pdf"), 0,
-      UINT64_C(1700000000), "000102030405060708090a0b0c0d0e0f" },
-    { "4096-byte key", NULL, 4096, LIT("/a.pdf"), 0, UINT64_C(1700000000),
-      "000102030405060708090a0b0c0d0e0f" },
+    {"path of 22 bytes (message 55)", NULL, 32, NULL, 22, PAT_PATH,
+     UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100"},
+    {"path of 23 bytes (message 56)", NULL, 32, NULL, 23, PAT_PATH,
+     UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100"},
+    {"path of 31 bytes (message 64)", NULL, 32, NULL, 31, PAT_PATH,
+     UINT64_C(1700000000), "0f0e0d0c0b0a09080706050403020100"},
+    {"4 KB path", NULL, 32, NULL, 4096, PAT_PATH, UINT64_C(1700000000),
+     "00112233445566778899aabbccddeeff"},
+    {"4 KB of every byte value", NULL, 32, NULL, 4096, PAT_BYTES,
+     UINT64_C(1700000000), "00112233445566778899aabbccddeeff"},
+    {"expiry 0", NULL, 32, LIT("/a.pdf"), 0, 0,
+     "000102030405060708090a0b0c0d0e0f"},
+    {"expiry 2^32", NULL, 32, LIT("/a.pdf"), 0, UINT64_C(0x100000000),
+     "000102030405060708090a0b0c0d0e0f"},
+    {"expiry with every byte set", NULL, 32, LIT("/a.pdf"), 0,
+     UINT64_C(0x0102030405060708), "000102030405060708090a0b0c0d0e0f"},
+    {"expiry 2^63", NULL, 32, LIT("/a.pdf"), 0, UINT64_C(0x8000000000000000),
+     "000102030405060708090a0b0c0d0e0f"},
+    {"expiry 2^64-1", NULL, 32, LIT("/a.pdf"), 0, UINT64_MAX,
+     "000102030405060708090a0b0c0d0e0f"},
+    {"1-byte key", "01", 0, LIT("/a.pdf"), 0, UINT64_C(1700000000),
+     "000102030405060708090a0b0c0d0e0f"},
+    {"131-byte key (hashed first)", NULL, 131, LIT("/a.pdf"), 0,
+     UINT64_C(1700000000), "000102030405060708090a0b0c0d0e0f"},
+    {"4096-byte key", NULL, 4096, LIT("/a.pdf"), 0, UINT64_C(1700000000),
+     "000102030405060708090a0b0c0d0e0f"},
 };
 
 /* Append s to the shell command in single quotes. */
@@ -1511,8 +1529,9 @@ static void run_mint_ref(const char *name, const char *keyhex,
     strcat(script, "/t/unit/mint_ref.py");
     snprintf(num, sizeof(num), "%llu", (unsigned long long)expiry);
     /* Every argument may need quoting four-fold, plus spaces and quotes. */
-    cap = 4 * (strlen(python) + strlen(script) + strlen(keyhex)
-               + strlen(pathhex) + strlen(num) + strlen(noncehex))
+    cap = 4
+              * (strlen(python) + strlen(script) + strlen(keyhex)
+                 + strlen(pathhex) + strlen(num) + strlen(noncehex))
           + 64;
     cmd = malloc(cap);
     ck_assert_ptr_nonnull(cmd);
@@ -1531,10 +1550,10 @@ static void run_mint_ref(const char *name, const char *keyhex,
         line[0] = '\0';
     }
     status = pclose(f);
-    ck_assert_msg(status != -1 && WIFEXITED(status)
-                      && WEXITSTATUS(status) == 0,
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "%s: %s %s failed (status %d): set PYTHON or "
-                  "PDFTOKEN_SRCDIR?", name, python, script, status);
+                  "PDFTOKEN_SRCDIR?",
+                  name, python, script, status);
     line[strcspn(line, "\r\n")] = '\0';
     ck_assert_msg(strlen(line) == PDFTOKEN_LEN,
                   "%s: mint_ref.py printed \"%s\"", name, line);
@@ -1574,16 +1593,14 @@ START_TEST(test_reference_minter)
     run_mint_ref(c->name, keyhex, pathhex, c->expiry, c->noncehex, ref);
 
     assert_status(pdftoken_key_init(&k, key, keylen), PDFTOKEN_OK, c->name);
-    assert_status(pdftoken_mint_nonce(&k, path, c->pathlen, c->expiry,
-                                      nonce, mine),
-                  PDFTOKEN_OK, c->name);
+    assert_status(
+        pdftoken_mint_nonce(&k, path, c->pathlen, c->expiry, nonce, mine),
+        PDFTOKEN_OK, c->name);
     ck_assert_msg(strcmp(mine, ref) == 0,
-                  "%s: token.c minted %s, mint_ref.py %s", c->name, mine,
-                  ref);
+                  "%s: token.c minted %s, mint_ref.py %s", c->name, mine, ref);
 
     /* And the other way: the reference token verifies. */
-    assert_status(pdftoken_verify(&k, 1, ref, PDFTOKEN_LEN, path,
-                                  c->pathlen,
+    assert_status(pdftoken_verify(&k, 1, ref, PDFTOKEN_LEN, path, c->pathlen,
                                   c->expiry > 0 ? c->expiry - 1 : 0, &got),
                   c->expiry > 0 ? PDFTOKEN_OK : PDFTOKEN_EXPIRED, c->name);
     ck_assert_msg(got == c->expiry, "%s: expiry %llu, want %llu", c->name,
@@ -1638,8 +1655,7 @@ static Suite *token_suite(void)
     tc = tcase(s, "b64url_every_byte");
     tcase_add_test(tc, test_b64url_every_byte);
     tc = tcase(s, "b64url_decode_rejects");
-    tcase_add_loop_test(tc, test_b64url_decode_rejects, 0,
-                        NELTS(b64_rejects));
+    tcase_add_loop_test(tc, test_b64url_decode_rejects, 0, NELTS(b64_rejects));
 
     tc = tcase(s, "format");
     tcase_add_test(tc, test_format_by_hand);
@@ -1668,12 +1684,10 @@ static Suite *token_suite(void)
     tcase_add_test(tc, test_reject_bad_tag_no_keys_null);
 
     tc = tcase(s, "reject_malformed");
-    tcase_add_loop_test(tc, test_reject_malformed, 0,
-                        NELTS(malformed_cases));
+    tcase_add_loop_test(tc, test_reject_malformed, 0, NELTS(malformed_cases));
 
     tc = tcase(s, "reject_bad_version");
-    tcase_add_loop_test(tc, test_reject_bad_version, 0,
-                        NELTS(bad_versions));
+    tcase_add_loop_test(tc, test_reject_bad_version, 0, NELTS(bad_versions));
 
     tc = tcase(s, "key_load");
     tcase_add_loop_test(tc, test_key_load, 0, NELTS(load_cases));
