@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+import harness
 import pdftoken_ref as ref
 from checks import assert_inline, assert_redirect
 
@@ -150,12 +151,22 @@ def test_random_secret_is_not_a_known_one(random_secret_server):
     assert not ref.verifies(s.secret, token, DOC)  # the unused file
 
 
-def test_random_secret_is_replaced_by_a_restart(random_secret_server):
+# Both kinds of restart run post_config, which makes the new key.  The
+# hard one (SIGHUP) is exercised under prefork only: under event, httpd
+# 2.4.71 can crash a child while it closes its workers' sockets on SIGHUP
+# (close_worker_sockets -> apr_os_sock_get, no module frame; about once in
+# 150 restarts here), and the suite's log check would count that httpd bug
+# against this test.
+RESTARTS = ["graceful"] + (["hard"] if harness.MPM == "prefork" else [])
+
+
+@pytest.mark.parametrize("kind", RESTARTS)
+def test_random_secret_is_replaced_by_a_restart(random_secret_server, kind):
     s = random_secret_server
     _, token, cookie = s.first_visit(DOC)
     assert_inline(s.get(DOC + "?pdftoken=" + token, cookies=[cookie]),
                   s.files["doc"])
-    s.restart()
+    s.restart(graceful=kind == "graceful")
     r = s.get(DOC + "?pdftoken=" + token, cookies=[cookie])
     new, _ = assert_redirect(s, r, DOC)
     assert new != token
