@@ -70,21 +70,23 @@ deploy-test: deb
 deps:
 	@sh t/deps.sh build unit fuzz integration
 
-$(BUILD)/test_token: token.c token.h t/unit/test_token.c
+UNIT_SOURCES := t/unit/test_token.c t/unit/test_render.c
+
+$(BUILD)/test_token: token.c token.h $(UNIT_SOURCES)
 	@mkdir -p $(BUILD)
-	$(CC) -g -O1 $(WARN) -I. token.c t/unit/test_token.c -o $@ \
+	$(CC) -g -O1 $(WARN) -I. token.c $(UNIT_SOURCES) -o $@ \
 	    $(CHECK_LIBS) -lcrypto
 
 # The same suite on the EVP_MAC build of the HMAC (token.c, -DPDFTOKEN_EVP_MAC),
 # the one a libcrypto without deprecated APIs, or a FIPS site, gets.
-$(BUILD)/test_token_evp: token.c token.h t/unit/test_token.c
+$(BUILD)/test_token_evp: token.c token.h $(UNIT_SOURCES)
 	@mkdir -p $(BUILD)
-	$(CC) -g -O1 $(WARN) -DPDFTOKEN_EVP_MAC -I. token.c t/unit/test_token.c \
+	$(CC) -g -O1 $(WARN) -DPDFTOKEN_EVP_MAC -I. token.c $(UNIT_SOURCES) \
 	    -o $@ $(CHECK_LIBS) -lcrypto
 
-$(BUILD)/test_token_asan: token.c token.h t/unit/test_token.c
+$(BUILD)/test_token_asan: token.c token.h $(UNIT_SOURCES)
 	@mkdir -p $(BUILD)
-	$(CLANG) -g -O1 $(WARN) $(SAN) -I. token.c t/unit/test_token.c \
+	$(CLANG) -g -O1 $(WARN) $(SAN) -I. token.c $(UNIT_SOURCES) \
 	    -o $@ $(CHECK_LIBS) -lcrypto
 
 unit: deps $(BUILD)/test_token $(BUILD)/test_token_evp
@@ -228,7 +230,7 @@ lint:
 	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c t/*/*.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --inline-suppr --suppress=varFuncNullUB \
-	    -I. token.c mod_pdftoken.c t/unit/test_token.c
+	    -I. token.c mod_pdftoken.c $(UNIT_SOURCES)
 
 clean:
 	rm -rf $(BUILD) .libs *.o *.lo *.slo *.la

@@ -656,3 +656,304 @@ int pdftoken_cookie_match(const char *header, size_t len, const char *name,
     }
     return found;
 }
+
+/* ---- what a browser renders as a PDF ----------------------------------- */
+
+/* RFC 9110 token characters (Fetch's "HTTP token code points"). */
+static int is_token_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+           || (c >= '0' && c <= '9')
+           || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* Fetch's "HTTP whitespace". */
+static int is_http_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static unsigned char lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* Case-insensitive equality of a[0..len) and the lower-case b[0..len). */
+static int equal_lower(const char *a, const char *b, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (lower((unsigned char)a[i]) != (unsigned char)b[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Is s[0..len) one of the lower-case strings in list? */
+static int in_list(const char *s, size_t len, const char *const *list, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (list[i] != NULL && strlen(list[i]) == len
+            && equal_lower(s, list[i], len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Does s[0..len) contain the lower-case needle, case ignored? */
+static int contains_lower(const char *s, size_t len, const char *needle)
+{
+    size_t n = strlen(needle), i;
+
+    for (i = 0; i + n <= len; i++) {
+        if (equal_lower(s + i, needle, n)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Fetch "parse a MIME type", as far as the essence: v[0..len) is one
+ * piece of the header value.  On success *t, *tlen and *s, *slen describe
+ * type and subtype and 1 is returned.
+ */
+static int parse_mime(const char *v, size_t len, size_t *t, size_t *tlen,
+                      size_t *s, size_t *slen)
+{
+    size_t b = 0, e = len, i, slash;
+
+    while (b < e && is_http_space((unsigned char)v[b])) {
+        b++;
+    }
+    while (e > b && is_http_space((unsigned char)v[e - 1])) {
+        e--;
+    }
+    for (slash = b; slash < e && v[slash] != '/'; slash++) {
+        if (!is_token_char((unsigned char)v[slash])) {
+            return 0;
+        }
+    }
+    if (slash == b || slash == e) {
+        return 0;
+    }
+    /* The subtype runs to ';', less trailing whitespace. */
+    for (i = slash + 1; i < e && v[i] != ';'; i++) {
+    }
+    *s = slash + 1;
+    while (i > *s && is_http_space((unsigned char)v[i - 1])) {
+        i--;
+    }
+    *slen = i - *s;
+    if (*slen == 0) {
+        return 0;
+    }
+    for (i = *s; i < *s + *slen; i++) {
+        if (!is_token_char((unsigned char)v[i])) {
+            return 0;
+        }
+    }
+    *t = b;
+    *tlen = slash - b;
+    return 1;
+}
+
+/*
+ * End of the piece that starts at from: Fetch's "getting, decoding, and
+ * splitting" cuts at ',' except inside a quoted string, where a backslash
+ * escapes the next character.
+ */
+static size_t piece_end(const char *v, size_t from, size_t len)
+{
+    size_t i = from;
+
+    while (i < len && v[i] != ',') {
+        if (v[i++] != '"') {
+            continue;
+        }
+        while (i < len && v[i] != '"') {
+            i += v[i] == '\\' ? 2 : 1;
+        }
+        if (i < len) {
+            i++; /* the closing quote */
+        }
+    }
+    return i < len ? i : len;
+}
+
+size_t pdftoken_mime_essence(const char *value, size_t len,
+                             char out[PDFTOKEN_TYPE_MAX + 1])
+{
+    size_t from = 0, found = 0;
+
+    out[0] = '\0';
+    if (value == NULL) {
+        return 0;
+    }
+    while (from <= len) {
+        size_t end = piece_end(value, from, len), t, tl, s, sl, i, o = 0;
+
+        if (parse_mime(value + from, end - from, &t, &tl, &s, &sl)
+            && !(tl == 1 && sl == 1 && value[from + t] == '*'
+                 && value[from + s] == '*')) {
+            /* type "/" subtype, lower-cased, cut to the buffer. */
+            for (i = 0; i < tl + 1 + sl && o < PDFTOKEN_TYPE_MAX; i++) {
+                out[o++] =
+                    (char)(i < tl ? lower((unsigned char)value[from + t + i])
+                           : i == tl
+                               ? '/'
+                               : lower((
+                                   unsigned char)value[from + s + i - tl - 1]));
+            }
+            out[o] = '\0';
+            found = tl + 1 + sl;
+        }
+        from = end + 1;
+    }
+    return found;
+}
+
+int pdftoken_type_listed(const char *value, size_t len,
+                         const char *const *types, size_t ntypes)
+{
+    size_t from = 0;
+
+    if (value == NULL) {
+        return 0;
+    }
+    while (from < len) {
+        const char *comma = memchr(value + from, ',', len - from);
+        size_t end = comma ? (size_t)(comma - value) : len, b = from, e;
+
+        while (b < end && is_http_space((unsigned char)value[b])) {
+            b++;
+        }
+        for (e = b;
+             e < end
+             && (is_token_char((unsigned char)value[e]) || value[e] == '/');
+             e++) {
+        }
+        if (in_list(value + b, e - b, types, ntypes)) {
+            return 1;
+        }
+        from = end + 1;
+    }
+    return 0;
+}
+
+const char *const pdftoken_pdf_types[] = {
+    "application/pdf",     "text/pdf",
+    "application/x-pdf",   "text/x-pdf",
+    "application/acrobat", "applications/vnd.pdf",
+    "application/vnd.pdf"};
+const size_t pdftoken_pdf_ntypes =
+    sizeof(pdftoken_pdf_types) / sizeof(pdftoken_pdf_types[0]);
+
+/* Types that engines replace with a sniffed one. */
+static const char *const unknown_types[] = {
+    "unknown/unknown", "application/unknown",
+    "application/x-unknown-content-type"};
+
+/* Types that an engine may re-guess from the file name (Firefox opens
+ * application/octet-stream named x.pdf, and not as an attachment, in its
+ * PDF viewer). */
+static const char *const generic_types[] = {
+    "application/octet-stream",   "binary/octet-stream",
+    "application/x-download",     "application/force-download",
+    "application/download",       "application/binary",
+    "application/x-octet-stream", "text/plain"};
+
+#define NELTS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Is the Content-Disposition's type "attachment"?  Browsers treat any
+ * other value, unknown and malformed ones included, as inline or as
+ * something no stricter. */
+static int is_attachment(const char *cd, size_t len)
+{
+    size_t b = 0, e;
+
+    while (b < len && is_http_space((unsigned char)cd[b])) {
+        b++;
+    }
+    for (e = b; e < len && cd[e] != ';'; e++) {
+    }
+    while (e > b && is_http_space((unsigned char)cd[e - 1])) {
+        e--;
+    }
+    return e - b == 10 && equal_lower(cd + b, "attachment", 10);
+}
+
+/*
+ * Would a browser take the document's name to end in .pdf?  Any mention
+ * of ".pdf" in the disposition (filename, filename*, escaped or not)
+ * counts; without a filename there, the URL path's last segment is the
+ * name.
+ */
+static int named_pdf(const pdftoken_response *resp)
+{
+    const char *cd = resp->disposition;
+    size_t cdlen = resp->disposition_len;
+
+    if (cd != NULL
+        && (contains_lower(cd, cdlen, ".pdf")
+            || contains_lower(cd, cdlen, "%2epdf"))) {
+        return 1;
+    }
+    if (cd != NULL && contains_lower(cd, cdlen, "filename")) {
+        return 0;
+    }
+    return resp->path != NULL && resp->path_len >= 4
+           && equal_lower(resp->path + resp->path_len - 4, ".pdf", 4);
+}
+
+pdftoken_render pdftoken_classify(const pdftoken_response *resp)
+{
+    char essence[PDFTOKEN_TYPE_MAX + 1];
+    size_t elen;
+    int unknown;
+
+    if (pdftoken_type_listed(resp->content_type, resp->content_type_len,
+                             pdftoken_pdf_types, pdftoken_pdf_ntypes)
+        || pdftoken_type_listed(resp->content_type, resp->content_type_len,
+                                resp->types, resp->ntypes)) {
+        return PDFTOKEN_PDF;
+    }
+    elen = pdftoken_mime_essence(resp->content_type, resp->content_type_len,
+                                 essence);
+    unknown = elen == 0
+              || in_list(essence, elen, unknown_types, NELTS(unknown_types));
+    if ((unknown || in_list(essence, elen, generic_types, NELTS(generic_types)))
+        && !(resp->disposition != NULL
+             && is_attachment(resp->disposition, resp->disposition_len))
+        && named_pdf(resp)) {
+        return PDFTOKEN_PDF;
+    }
+    return unknown ? PDFTOKEN_PDF_IF_BODY : PDFTOKEN_NOT_PDF;
+}
+
+int pdftoken_sniff_pdf(const unsigned char *body, size_t len)
+{
+    static const char magic[] = "%PDF-";
+    size_t i = 0, m;
+
+    while (i < len && i < PDFTOKEN_SNIFF_MAX && is_http_space(body[i])) {
+        i++;
+    }
+    if (i == PDFTOKEN_SNIFF_MAX) {
+        return 0;
+    }
+    for (m = 0; m < sizeof(magic) - 1; m++) {
+        if (i + m == len) {
+            return -1;
+        }
+        if (body[i + m] != (unsigned char)magic[m]) {
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -218,4 +218,88 @@ size_t pdftoken_query_strip(const char *args, size_t len, const char *name,
 int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen);
 
+/*
+ * What a browser renders as a PDF (SPEC section 2)
+ * ------------------------------------------------
+ *
+ * Browsers do not go by the URL, and not only by the declared type: they
+ * read Content-Type the WHATWG Fetch way, sniff a body without a valid
+ * type, and re-guess a generic type (application/octet-stream) from the
+ * file name a non-attachment Content-Disposition gives.  The engines
+ * differ in the details, and a miss here is a hole, so every rule below is
+ * a superset of what the engines were measured to do
+ * (t/browser/render-matrix.tsv, checked by the unit tests): a response is
+ * never called "not a PDF" when one engine renders it as one.  Calling a
+ * non-PDF a PDF only costs that response a token step.
+ */
+
+/* Longest type/subtype a PdfTokenTypes entry may have. */
+#define PDFTOKEN_TYPE_MAX 127
+/* How many body bytes pdftoken_sniff_pdf() looks at, at most. */
+#define PDFTOKEN_SNIFF_MAX 512
+
+typedef enum {
+    PDFTOKEN_NOT_PDF = 0, /* no engine renders it as a PDF */
+    PDFTOKEN_PDF,         /* a PDF by its headers alone */
+    PDFTOKEN_PDF_IF_BODY  /* no valid type: a PDF if the body says so */
+} pdftoken_render;
+
+/*
+ * The response headers a verdict depends on.  content_type and
+ * disposition are NULL when the header is absent; path is the URL path
+ * the browser asked for (a file name of last resort).  types are extra
+ * protected types, beyond pdftoken_pdf_types, as lower-case
+ * "type/subtype" strings.
+ */
+typedef struct {
+    const char *content_type;
+    size_t content_type_len;
+    const char *disposition;
+    size_t disposition_len;
+    const char *path;
+    size_t path_len;
+    const char *const *types;
+    size_t ntypes;
+} pdftoken_response;
+
+/*
+ * WHATWG Fetch "extract a MIME type": split the value on ',' outside
+ * quoted strings, parse each piece strictly, skip failures and the
+ * wildcard type (star/star), and keep the last valid one.  Writes its
+ * lower-case essence (type/subtype) and a NUL to out, at most
+ * PDFTOKEN_TYPE_MAX characters, and returns the essence's full length; 0
+ * when the value holds no valid type.  value may be NULL.
+ */
+size_t pdftoken_mime_essence(const char *value, size_t len,
+                             char out[PDFTOKEN_TYPE_MAX + 1]);
+
+/*
+ * Does any comma-separated piece of a Content-Type value begin, read
+ * leniently (leading whitespace skipped, up to the first character that
+ * is neither a token character nor '/', case ignored), with one of types?
+ * Wider than Fetch on purpose: "application/pdf, text/html" counts, in
+ * case an engine takes the first type rather than the last.
+ */
+int pdftoken_type_listed(const char *value, size_t len,
+                         const char *const *types, size_t ntypes);
+
+/*
+ * The types that engines render as a PDF whatever else the response says
+ * (measured: t/browser/render-matrix.tsv).  pdftoken_classify() always
+ * counts them; pdftoken_response.types only adds to them.
+ */
+extern const char *const pdftoken_pdf_types[];
+extern const size_t pdftoken_pdf_ntypes;
+
+/* The verdict on a response's headers. */
+pdftoken_render pdftoken_classify(const pdftoken_response *resp);
+
+/*
+ * For PDFTOKEN_PDF_IF_BODY: do the first len bytes of the body make it a
+ * PDF?  1 when "%PDF-" starts the body (after whitespace, which no
+ * engine was measured to skip but which costs nothing to allow), 0 when
+ * it cannot, -1 when len bytes are too few to tell and more may come.
+ */
+int pdftoken_sniff_pdf(const unsigned char *body, size_t len);
+
 #endif /* PDFTOKEN_TOKEN_H */

@@ -1713,11 +1713,15 @@ static Suite *token_suite(void)
     return s;
 }
 
+/* test_render.c */
+Suite *render_suite(void);
+
 int main(void)
 {
     SRunner *sr = srunner_create(token_suite());
     int failed;
 
+    srunner_add_suite(sr, render_suite());
     srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -1,0 +1,401 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+/*
+ * test_render.c - Check unit tests for what token.c calls a PDF: the
+ * Content-Type read the Fetch way, the disposition and file-name rule, and
+ * the %PDF- sniff (SPEC section 2).
+ *
+ * The last case reads t/browser/render-matrix.tsv, what Chromium and
+ * Firefox were measured to render as a PDF (make browser records it and
+ * fails when an engine changes), and requires the library to call every
+ * such cell a PDF: a browser update that renders a new kind of response
+ * then fails here too, instead of opening a hole silently.
+ */
+
+#include "token.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NELTS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Copy s into a block of exactly its length: no NUL follows, so a read
+ * past the end is caught by AddressSanitizer. */
+static char *dup_exact(const char *s, size_t len)
+{
+    char *p = malloc(len ? len : 1);
+
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, s, len);
+    return p;
+}
+
+/* ---- pdftoken_mime_essence ------------------------------------------- */
+
+static const struct {
+    const char *name, *value, *essence;
+} essence_cases[] = {
+    {"plain", "text/html", "text/html"},
+    {"case and parameters", "TEXT/Html; charset=x", "text/html"},
+    {"whitespace around", " \t application/pdf \t", "application/pdf"},
+    {"last valid wins", "text/html, application/pdf", "application/pdf"},
+    {"first of two when last invalid", "application/pdf,", "application/pdf"},
+    {"wildcard skipped", "application/pdf, */*", "application/pdf"},
+    {"wildcard alone", "*/*", ""},
+    {"empty", "", ""},
+    {"no slash", "pdf", ""},
+    {"no subtype", "application/", ""},
+    {"no type", "/pdf", ""},
+    {"empty parameters", "application/pdf;;", "application/pdf"},
+    {"space inside subtype", "application/pdf foo", ""},
+    {"non-ASCII", "application/pd\xc3\xa9", ""},
+    {"quote in type", "text/\"html\"", ""},
+    {"comma inside quotes", "text/html;charset=\"a,application/pdf\"",
+     "text/html"},
+    {"escaped quote inside quotes", "text/html;x=\"a\\\",b\", application/pdf",
+     "application/pdf"},
+    {"quoted comma hides the type", "foo; a=\"x, text/html; y=\"", ""},
+    {"unterminated quote", "text/plain; a=\"x, application/pdf", "text/plain"},
+    {"both invalid", "pdf, html", ""},
+    {"trailing tab", "text/plain\t", "text/plain"},
+    {"one-letter", "a/b", "a/b"},
+};
+
+START_TEST(test_mime_essence)
+{
+    char out[PDFTOKEN_TYPE_MAX + 1];
+    const char *v = essence_cases[_i].value;
+    char *copy = dup_exact(v, strlen(v));
+    size_t n = pdftoken_mime_essence(copy, strlen(v), out);
+
+    ck_assert_msg(n == strlen(essence_cases[_i].essence)
+                      && !strcmp(out, essence_cases[_i].essence),
+                  "%s: '%s' gave '%s' (%zu), want '%s'", essence_cases[_i].name,
+                  v, out, n, essence_cases[_i].essence);
+    free(copy);
+}
+END_TEST
+
+START_TEST(test_mime_essence_long_and_null)
+{
+    char out[PDFTOKEN_TYPE_MAX + 1], big[400];
+
+    ck_assert_uint_eq(pdftoken_mime_essence(NULL, 0, out), 0);
+    ck_assert_str_eq(out, "");
+    /* A valid type longer than the buffer: its full length, cut output. */
+    memset(big, 'a', sizeof(big));
+    big[1] = '/';
+    ck_assert_uint_eq(pdftoken_mime_essence(big, sizeof(big), out),
+                      sizeof(big));
+    ck_assert_uint_eq(strlen(out), PDFTOKEN_TYPE_MAX);
+}
+END_TEST
+
+/* ---- pdftoken_type_listed -------------------------------------------- */
+
+static const char *const listed_types[] = {"application/pdf", "text/pdf"};
+
+static const struct {
+    const char *name, *value;
+    int want;
+} listed_cases[] = {
+    {"exact", "application/pdf", 1},
+    {"case and parameters", "APPLICATION/PDF;x=1", 1},
+    {"first of a list", "application/pdf, text/html", 1},
+    {"last of a list", "text/html,text/pdf", 1},
+    {"leading space", " \ttext/pdf", 1},
+    {"comment after", "application/pdf(x)", 1},
+    {"longer subtype", "application/pdfx", 0},
+    {"prefix before", "xapplication/pdf", 0},
+    {"other type", "text/html", 0},
+    {"empty", "", 0},
+    {"only commas", ",,,", 0},
+};
+
+START_TEST(test_type_listed)
+{
+    const char *v = listed_cases[_i].value;
+    char *copy = dup_exact(v, strlen(v));
+
+    ck_assert_msg(
+        pdftoken_type_listed(copy, strlen(v), listed_types, NELTS(listed_types))
+            == listed_cases[_i].want,
+        "%s: '%s'", listed_cases[_i].name, v);
+    free(copy);
+}
+END_TEST
+
+/* ---- pdftoken_classify ----------------------------------------------- */
+
+static const char *const extra_types[] = {"application/x-custom"};
+
+static const struct {
+    const char *name, *ctype, *disposition, *path;
+    int extra;
+    pdftoken_render want;
+} classify_cases[] = {
+    {"no type", NULL, NULL, "/x", 0, PDFTOKEN_PDF_IF_BODY},
+    {"empty type", "", NULL, "/x", 0, PDFTOKEN_PDF_IF_BODY},
+    {"unknown/unknown", "unknown/unknown", NULL, "/x", 0, PDFTOKEN_PDF_IF_BODY},
+    {"application/unknown", "application/unknown", NULL, "/x", 0,
+     PDFTOKEN_PDF_IF_BODY},
+    {"wildcard", "*/*", NULL, "/x", 0, PDFTOKEN_PDF_IF_BODY},
+    {"malformed", "pdf", NULL, "/x", 0, PDFTOKEN_PDF_IF_BODY},
+    {"html", "text/html", NULL, "/x", 0, PDFTOKEN_NOT_PDF},
+    {"application/pdf", "application/pdf", NULL, "/x", 0, PDFTOKEN_PDF},
+    {"text/pdf", "text/pdf", NULL, "/x", 0, PDFTOKEN_PDF},
+    {"application/x-pdf", "application/x-pdf", NULL, "/x", 0, PDFTOKEN_PDF},
+    {"pdf first of a list", "application/pdf, text/html", NULL, "/x", 0,
+     PDFTOKEN_PDF},
+    {"pdf as attachment", "application/pdf", "attachment", "/x", 0,
+     PDFTOKEN_PDF},
+    {"extra type", "application/x-custom", NULL, "/x", 1, PDFTOKEN_PDF},
+    {"extra type not configured", "application/x-custom", NULL, "/x", 0,
+     PDFTOKEN_NOT_PDF},
+    {"octet-stream inline .pdf", "application/octet-stream",
+     "inline; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream quoted .PDF", "application/octet-stream",
+     "inline; filename=\"x.PDF\"", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream filename*", "application/octet-stream",
+     "inline; filename*=UTF-8''x%2Epdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream unknown disposition", "application/octet-stream",
+     "foo; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream attachment", "application/octet-stream",
+     "Attachment ; filename=x.pdf", "/x", 0, PDFTOKEN_NOT_PDF},
+    {"octet-stream .txt", "application/octet-stream", "inline; filename=x.txt",
+     "/x.pdf", 0, PDFTOKEN_NOT_PDF},
+    {"octet-stream, URL .pdf", "application/octet-stream", NULL, "/a/B.PDF", 0,
+     PDFTOKEN_PDF},
+    {"octet-stream, inline, URL .pdf", "application/octet-stream", "inline",
+     "/b.pdf", 0, PDFTOKEN_PDF},
+    {"octet-stream, URL not .pdf", "application/octet-stream", NULL, "/b", 0,
+     PDFTOKEN_NOT_PDF},
+    {"binary/octet-stream .pdf", "binary/octet-stream", "filename=x.pdf", "/x",
+     0, PDFTOKEN_PDF},
+    {"text/plain inline .pdf", "text/plain", "inline; filename=a.pdf", "/x", 0,
+     PDFTOKEN_PDF},
+    {"no type, inline .pdf", NULL, "inline; filename=a.pdf", "/x", 0,
+     PDFTOKEN_PDF},
+    {"html inline .pdf", "text/html", "inline; filename=a.pdf", "/x", 0,
+     PDFTOKEN_NOT_PDF},
+};
+
+START_TEST(test_classify)
+{
+    pdftoken_response resp;
+    const char *ct = classify_cases[_i].ctype;
+    const char *cd = classify_cases[_i].disposition;
+    const char *path = classify_cases[_i].path;
+    pdftoken_render got;
+
+    resp.content_type = ct ? dup_exact(ct, strlen(ct)) : NULL;
+    resp.content_type_len = ct ? strlen(ct) : 0;
+    resp.disposition = cd ? dup_exact(cd, strlen(cd)) : NULL;
+    resp.disposition_len = cd ? strlen(cd) : 0;
+    resp.path = dup_exact(path, strlen(path));
+    resp.path_len = strlen(path);
+    resp.types = classify_cases[_i].extra ? extra_types : NULL;
+    resp.ntypes = classify_cases[_i].extra ? NELTS(extra_types) : 0;
+    got = pdftoken_classify(&resp);
+    ck_assert_msg(got == classify_cases[_i].want, "%s: got %d, want %d",
+                  classify_cases[_i].name, (int)got,
+                  (int)classify_cases[_i].want);
+    free((void *)resp.content_type);
+    free((void *)resp.disposition);
+    free((void *)resp.path);
+}
+END_TEST
+
+/* ---- pdftoken_sniff_pdf ---------------------------------------------- */
+
+static const struct {
+    const char *name, *body;
+    size_t len;
+    int want;
+} sniff_cases[] = {
+    {"pdf", "%PDF-1.4\n", 9, 1},           {"exactly the magic", "%PDF-", 5, 1},
+    {"four bytes so far", "%PDF", 4, -1},  {"nothing yet", "", 0, -1},
+    {"newline first", "\n%PDF-1.7", 9, 1}, {"spaces so far", "   ", 3, -1},
+    {"lower case", "%pdf-1.4", 8, 0},      {"underscore", "%PDF_", 5, 0},
+    {"html", "<!doctype html>", 15, 0},    {"NUL first", "\0%PDF-", 6, 0},
+};
+
+START_TEST(test_sniff_pdf)
+{
+    char *copy = dup_exact(sniff_cases[_i].body, sniff_cases[_i].len);
+
+    ck_assert_msg(
+        pdftoken_sniff_pdf((const unsigned char *)copy, sniff_cases[_i].len)
+            == sniff_cases[_i].want,
+        "%s", sniff_cases[_i].name);
+    free(copy);
+}
+END_TEST
+
+START_TEST(test_sniff_gives_up_after_limit)
+{
+    unsigned char ws[PDFTOKEN_SNIFF_MAX + 10];
+
+    memset(ws, ' ', sizeof(ws));
+    ck_assert_int_eq(pdftoken_sniff_pdf(ws, PDFTOKEN_SNIFF_MAX - 1), -1);
+    ck_assert_int_eq(pdftoken_sniff_pdf(ws, sizeof(ws)), 0);
+}
+END_TEST
+
+/* ---- the browsers' render matrix ------------------------------------- */
+
+#define MATRIX_COLS 9
+
+/* "(absent)" is no header, "(empty)" an empty one. */
+static const char *header_value(const char *cell)
+{
+    if (!strcmp(cell, "(absent)")) {
+        return NULL;
+    }
+    return strcmp(cell, "(empty)") ? cell : "";
+}
+
+static const char *matrix_body(const char *kind, size_t *len)
+{
+    static const char pdf[] = "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj";
+    static const char pdf_ws[] = "\n%PDF-1.4\n1 0 obj";
+    static const char html[] = "<!doctype html><p>not a pdf</p>";
+
+    if (!strcmp(kind, "pdf")) {
+        *len = sizeof(pdf) - 1;
+        return pdf;
+    }
+    if (!strcmp(kind, "pdf-ws")) {
+        *len = sizeof(pdf_ws) - 1;
+        return pdf_ws;
+    }
+    ck_assert_msg(!strcmp(kind, "html"), "unknown body kind '%s'", kind);
+    *len = sizeof(html) - 1;
+    return html;
+}
+
+/* Split line at tabs into at most MATRIX_COLS cells; returns the count. */
+static int split_tabs(char *line, char *cells[MATRIX_COLS])
+{
+    int n = 0;
+    char *c = line;
+
+    line[strcspn(line, "\r\n")] = '\0';
+    while (n < MATRIX_COLS) {
+        cells[n++] = c;
+        c = strchr(c, '\t');
+        if (!c) {
+            break;
+        }
+        *c++ = '\0';
+    }
+    return c ? -1 : n;
+}
+
+START_TEST(test_render_matrix)
+{
+    const char *dir = getenv("PDFTOKEN_SRCDIR");
+    char path[4096], line[4096], *cells[MATRIX_COLS];
+    FILE *fp;
+    int header = 0, rows = 0, pdf_rows[2] = {0, 0}, lineno = 0;
+
+    snprintf(path, sizeof(path), "%s/t/browser/render-matrix.tsv",
+             dir ? dir : ".");
+    fp = fopen(path, "r");
+    ck_assert_msg(fp != NULL, "cannot open %s (make browser records it)", path);
+    while (fgets(line, sizeof(line), fp)) {
+        pdftoken_response resp;
+        pdftoken_render render;
+        const char *body;
+        char urlpath[64];
+        size_t blen;
+        int engine, rendered = 0, pdf_like;
+
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n') {
+            continue;
+        }
+        ck_assert_msg(split_tabs(line, cells) == MATRIX_COLS,
+                      "%s:%d: want %d tab-separated columns", path, lineno,
+                      MATRIX_COLS);
+        if (!header) {
+            ck_assert_msg(!strcmp(cells[0], "id")
+                              && !strcmp(cells[7], "chromium")
+                              && !strcmp(cells[8], "firefox"),
+                          "%s:%d: unexpected header row", path, lineno);
+            header = 1;
+            continue;
+        }
+        rows++;
+        for (engine = 0; engine < 2; engine++) {
+            if (!strcmp(cells[7 + engine], "pdf")) {
+                rendered = 1;
+                pdf_rows[engine]++;
+            }
+        }
+        if (!rendered) {
+            continue; /* calling more a PDF than browsers do is allowed */
+        }
+        snprintf(urlpath, sizeof(urlpath), "/m/%s%s", cells[0],
+                 !strcmp(cells[6], "1") ? "/x.pdf" : "");
+        resp.content_type = header_value(cells[2]);
+        resp.content_type_len =
+            resp.content_type ? strlen(resp.content_type) : 0;
+        resp.disposition = header_value(cells[3]);
+        resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
+        resp.path = urlpath;
+        resp.path_len = strlen(urlpath);
+        resp.types = NULL;
+        resp.ntypes = 0;
+        render = pdftoken_classify(&resp);
+        body = matrix_body(cells[5], &blen);
+        pdf_like =
+            render == PDFTOKEN_PDF
+            || (render == PDFTOKEN_PDF_IF_BODY
+                && pdftoken_sniff_pdf((const unsigned char *)body, blen) == 1);
+        ck_assert_msg(pdf_like,
+                      "%s:%d: cell %s (status %s, type '%s', disposition "
+                      "'%s', nosniff %s, body %s, url .pdf %s) renders as a "
+                      "PDF in %s%s%s, but the library does not call it one",
+                      path, lineno, cells[0], cells[1], cells[2], cells[3],
+                      cells[4], cells[5], cells[6],
+                      !strcmp(cells[7], "pdf") ? "chromium " : "",
+                      !strcmp(cells[8], "pdf") ? "firefox" : "", "");
+    }
+    fclose(fp);
+    /* A file cut short or recorded wrong must not pass by saying little. */
+    ck_assert_msg(header && rows >= 100, "%s: only %d rows", path, rows);
+    ck_assert_msg(pdf_rows[0] > 0 && pdf_rows[1] > 0,
+                  "%s: no cell rendered as PDF in chromium (%d) or firefox "
+                  "(%d)",
+                  path, pdf_rows[0], pdf_rows[1]);
+}
+END_TEST
+
+Suite *render_suite(void);
+
+Suite *render_suite(void)
+{
+    Suite *s = suite_create("render");
+    TCase *tc = tcase_create("mime_essence");
+
+    suite_add_tcase(s, tc);
+    tcase_add_loop_test(tc, test_mime_essence, 0, NELTS(essence_cases));
+    tcase_add_test(tc, test_mime_essence_long_and_null);
+    tc = tcase_create("type_listed");
+    suite_add_tcase(s, tc);
+    tcase_add_loop_test(tc, test_type_listed, 0, NELTS(listed_cases));
+    tc = tcase_create("classify");
+    suite_add_tcase(s, tc);
+    tcase_add_loop_test(tc, test_classify, 0, NELTS(classify_cases));
+    tc = tcase_create("sniff");
+    suite_add_tcase(s, tc);
+    tcase_add_loop_test(tc, test_sniff_pdf, 0, NELTS(sniff_cases));
+    tcase_add_test(tc, test_sniff_gives_up_after_limit);
+    tc = tcase_create("render_matrix");
+    suite_add_tcase(s, tc);
+    tcase_add_test(tc, test_render_matrix);
+    return s;
+}
