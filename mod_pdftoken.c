@@ -39,7 +39,6 @@
 #define MAX_TIMEOUT 3600
 #define NAME_DEFAULT "pdftoken"
 #define MAX_NAME_LEN 32
-#define TYPE_DEFAULT "application/pdf"
 /* R5: a byte-range continuation may use a token up to an hour past its
  * expiry, since a PDF viewer keeps fetching ranges long after the cookie
  * is gone. */
@@ -57,18 +56,27 @@ module AP_MODULE_DECLARE_DATA pdftoken_module;
 /* Set once in register_hooks, before any request: adding the filter by
  * handle skips a lookup by name on every request of a protected scope. */
 static ap_filter_rec_t *watch_filter_handle;
+/* Set in register_hooks: what is left of a replaced answer goes here. */
+static ap_filter_rec_t *discard_filter_handle;
+/* Set in register_hooks: reads the first bytes of a body before any
+ * filter compresses it. */
+static ap_filter_rec_t *sniff_filter_handle;
 
 typedef enum { FALLBACK_ATTACHMENT = 0, FALLBACK_DENY = 1 } fallback_mode;
 
 typedef enum { FRAGMENT_STRIP = 0, FRAGMENT_SAFE = 1 } fragment_mode;
+
+typedef enum { DYNAMIC_REDIRECT = 0, DYNAMIC_ATTACHMENT = 1 } dynamic_mode;
 
 typedef struct {
     int protect;               /* -1 unset, 0 Off, 1 On */
     int timeout;               /* -1 unset, else seconds */
     const char *name;          /* NULL unset */
     int fallback;              /* -1 unset, else fallback_mode */
-    apr_array_header_t *types; /* NULL unset; of const char * */
+    apr_array_header_t *types; /* NULL unset; of const char *, lower case,
+                                  beyond pdftoken_pdf_types */
     int fragment;              /* -1 unset, else fragment_mode */
+    int dynamic;               /* -1 unset, else dynamic_mode */
 } dir_conf;
 
 typedef struct {
@@ -94,12 +102,32 @@ typedef struct {
     verdict v;
 } req_state;
 
-/* Context of the output filter: what it must do to the response. */
+/* What the output filter must do to the response. */
 typedef enum {
-    WATCH_UNJUDGED, /* force a download if it turns out a PDF */
+    WATCH_UNJUDGED, /* judge it if it turns out PDF-like (SPEC section 2) */
     WATCH_PASS,     /* inline: add Referrer-Policy if absent */
     WATCH_FALLBACK  /* force a download whatever it is */
 } watch_mode;
+
+/* What the first bytes of a body without a valid type say. */
+typedef enum {
+    SNIFF_PENDING = -1, /* too few bytes yet */
+    SNIFF_NO = 0,       /* no PDF */
+    SNIFF_PDF = 1,      /* "%PDF-": a browser renders it as a PDF */
+    SNIFF_GONE = 2      /* the sniff filter left without reading */
+} sniff_state;
+
+/* Shared by the two output filters of one request. */
+typedef struct {
+    watch_mode mode;
+    sniff_state sniff;
+    int self_sniff; /* the watch filter reads the bytes itself */
+    unsigned char head[PDFTOKEN_SNIFF_MAX]; /* the body's first bytes */
+    apr_size_t headlen;
+    /* The body that reached the watch filter before the sniff could
+     * tell, held back. */
+    apr_bucket_brigade *held;
+} watch_ctx;
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -112,6 +140,7 @@ static void *create_dir_conf(apr_pool_t *p, char *dummy)
     conf->timeout = -1;
     conf->fallback = -1;
     conf->fragment = -1;
+    conf->dynamic = -1;
     return conf;
 }
 
@@ -127,6 +156,7 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->fallback = add->fallback != -1 ? add->fallback : base->fallback;
     conf->types = add->types ? add->types : base->types;
     conf->fragment = add->fragment != -1 ? add->fragment : base->fragment;
+    conf->dynamic = add->dynamic != -1 ? add->dynamic : base->dynamic;
     return conf;
 }
 
@@ -167,6 +197,11 @@ static fragment_mode conf_fragment(const dir_conf *conf)
 {
     return conf->fragment != -1 ? (fragment_mode)conf->fragment
                                 : FRAGMENT_STRIP;
+}
+
+static dynamic_mode conf_dynamic(const dir_conf *conf)
+{
+    return conf->dynamic != -1 ? (dynamic_mode)conf->dynamic : DYNAMIC_REDIRECT;
 }
 
 static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
@@ -216,7 +251,7 @@ static const char *set_name(cmd_parms *cmd, void *cfg, const char *arg)
 }
 
 /* A directive that takes one of two keywords, stored as the keyword's
- * index: the enums of both such directives follow their word order. */
+ * index: the enums of all such directives follow their word order. */
 typedef struct {
     size_t offset;
     const char *words[2];
@@ -226,6 +261,8 @@ static const keyword_directive fallback_words = {
     APR_OFFSETOF(dir_conf, fallback), {"attachment", "deny"}};
 static const keyword_directive fragment_words = {
     APR_OFFSETOF(dir_conf, fragment), {"strip", "safe"}};
+static const keyword_directive dynamic_words = {APR_OFFSETOF(dir_conf, dynamic),
+                                                {"redirect", "attachment"}};
 
 static const char *set_keyword(cmd_parms *cmd, void *cfg, const char *arg)
 {
@@ -252,22 +289,25 @@ static const char *set_types(cmd_parms *cmd, void *cfg, int argc,
         return apr_psprintf(cmd->pool, "%s needs at least one content type",
                             cmd->cmd->name);
     }
-    /* One directive line replaces the list: the scope says exactly which
-     * types it protects. */
+    /* One directive line replaces the scope's list.  The types browsers
+     * render as PDF are protected whatever it says (token.h): a list meant
+     * to add a type must not take application/pdf away. */
     conf->types = apr_array_make(cmd->pool, argc, sizeof(const char *));
     for (i = 0; i < argc; i++) {
-        const char *slash = strchr(argv[i], '/');
-        const char *c;
+        char essence[PDFTOKEN_TYPE_MAX + 1];
+        size_t len = strlen(argv[i]);
 
-        for (c = argv[i]; *c && (apr_isgraph(*c) && *c != ';'); c++) {
-        }
-        if (!slash || slash == argv[i] || !slash[1] || *c) {
+        /* Exactly one type/subtype, as browsers parse it, no parameters. */
+        if (strpbrk(argv[i], ",;")
+            || pdftoken_mime_essence(argv[i], len, essence) != len
+            || !strcmp(essence, "*/*")) {
             return apr_psprintf(cmd->pool,
                                 "%s: '%s' is not a content type "
-                                "(type/subtype)",
-                                cmd->cmd->name, argv[i]);
+                                "(type/subtype, at most %d characters)",
+                                cmd->cmd->name, argv[i], PDFTOKEN_TYPE_MAX);
         }
-        APR_ARRAY_PUSH(conf->types, const char *) = argv[i];
+        APR_ARRAY_PUSH(conf->types, const char *) =
+            apr_pstrdup(cmd->pool, essence);
     }
     return NULL;
 }
@@ -374,7 +414,12 @@ static const command_rec pdftoken_cmds[] = {
                   "'strip' (default) drops every URL fragment; 'safe' keeps "
                   "validated PDF open parameters such as page=N"),
     AP_INIT_TAKE_ARGV("PdfTokenTypes", set_types, NULL, OR_FILEINFO,
-                      "content types that count as PDF"),
+                      "content types that count as PDF, beyond those "
+                      "browsers render as PDF"),
+    AP_INIT_TAKE1("PdfTokenDynamic", set_keyword, (void *)&dynamic_words,
+                  OR_FILEINFO,
+                  "'redirect' (default) puts PDFs that a handler generates "
+                  "through the token step; 'attachment' forces a download"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
                    "file holding the secret, and optionally the previous "
                    "secret's file"),
@@ -402,41 +447,28 @@ static int is_error_document(const request_rec *r)
     return 0;
 }
 
-/* Compare a Content-Type with a configured type, case-insensitively and
- * ignoring parameters ("application/PDF; charset=x"). */
-static int type_matches(const char *ctype, const char *type)
+/* The scope's extra types, for the library. */
+static const char *const *extra_types(const dir_conf *conf, size_t *n)
 {
-    size_t len = strlen(type);
-
-    while (*ctype == ' ' || *ctype == '\t') {
-        ctype++;
-    }
-    if (strncasecmp(ctype, type, len)) {
-        return 0;
-    }
-    ctype += len;
-    while (*ctype == ' ' || *ctype == '\t') {
-        ctype++;
-    }
-    return *ctype == '\0' || *ctype == ';';
+    *n = conf->types ? (size_t)conf->types->nelts : 0;
+    return conf->types ? (const char *const *)conf->types->elts : NULL;
 }
 
-static int is_protected_type(const dir_conf *conf, const char *ctype)
+/* Is a type known before the handler runs (mod_mime, ForceType) a PDF
+ * type?  Read as browsers read it: case, parameters and lists. */
+static int is_pdf_type(const dir_conf *conf, const char *ctype)
 {
-    int i;
+    const char *const *types;
+    size_t n, len;
 
     if (!ctype) {
         return 0;
     }
-    if (!conf->types) {
-        return type_matches(ctype, TYPE_DEFAULT);
-    }
-    for (i = 0; i < conf->types->nelts; i++) {
-        if (type_matches(ctype, APR_ARRAY_IDX(conf->types, i, const char *))) {
-            return 1;
-        }
-    }
-    return 0;
+    len = strlen(ctype);
+    types = extra_types(conf, &n);
+    return pdftoken_type_listed(ctype, len, pdftoken_pdf_types,
+                                pdftoken_pdf_ntypes)
+           || pdftoken_type_listed(ctype, len, types, n);
 }
 
 static int ends_in_pdf(const char *path)
@@ -504,8 +536,13 @@ static const char *document_path(const request_rec *br)
 
 /* ---- the fallback: a forced download ------------------------------------ */
 
-/* Content-Disposition per RFC 6266: an ASCII filename, and filename* in
- * UTF-8 when the name is not plain ASCII. */
+/*
+ * Content-Disposition per RFC 6266: an ASCII filename, and filename* in
+ * UTF-8 when the name is not plain ASCII.  The name is the served
+ * document's own, never one a script or back end proposes (a reflected
+ * "Invoice.exe"), and it always ends in .pdf, so that what was a PDF opens
+ * as one once saved.
+ */
 static const char *attachment_header(request_rec *r)
 {
     const char *slash = strrchr(r->uri, '/');
@@ -515,6 +552,9 @@ static const char *attachment_header(request_rec *r)
 
     if (!*name) {
         name = "document.pdf";
+    }
+    else if (!ends_in_pdf(name)) {
+        name = apr_pstrcat(r->pool, name, ".pdf", NULL);
     }
     ascii = apr_pstrdup(r->pool, name);
     for (c = ascii; *c; c++) {
@@ -546,55 +586,21 @@ static void force_download(request_rec *r)
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
 }
 
-/* ---- the output filter -------------------------------------------------- */
-
-/*
- * The fixup only sees the content type that is known before the handler
- * runs.  CGI scripts and proxied back ends name theirs later, so every
- * response of a protected scope passes here once, when its headers are
- * final, and leaves the chain at once.
- */
-static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
-{
-    request_rec *r = f->r;
-    watch_mode mode = (watch_mode)(apr_uintptr_t)f->ctx;
-    dir_conf *conf;
-
-    switch (mode) {
-    case WATCH_PASS:
-        if (!apr_table_get(r->headers_out, "Referrer-Policy")
-            && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
-            /* The tokenized URL must not leak to other sites. */
-            apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
-        }
-        break;
-    case WATCH_FALLBACK:
-        force_download(r);
-        break;
-    case WATCH_UNJUDGED:
-        conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
-        if (!ap_is_HTTP_ERROR(r->status)
-            && is_protected_type(conf, r->content_type)) {
-            ap_log_rerror(
-                APLOG_MARK, APLOG_INFO, 0, r,
-                PDFTOKEN_LOGNO(
-                    00001) "response turned out a "
-                           "protected type (%s) after the fixup: sent as a "
-                           "download",
-                r->content_type);
-            apr_table_setn(r->subprocess_env, "PDFTOKEN", "fallback");
-            force_download(r);
-        }
-        break;
-    }
-    ap_remove_output_filter(f);
-    return ap_pass_brigade(f->next, bb);
-}
+/* ---- the output filter: adding it ------------------------------------ */
 
 static void add_watch(request_rec *r, watch_mode mode)
 {
-    ap_add_output_filter_handle(watch_filter_handle,
-                                (void *)(apr_uintptr_t)mode, r, r->connection);
+    watch_ctx *ctx = apr_palloc(r->pool, sizeof(*ctx));
+
+    ctx->mode = mode;
+    ctx->sniff = SNIFF_PENDING;
+    ctx->self_sniff = 0;
+    ctx->headlen = 0;
+    ctx->held = NULL;
+    if (mode == WATCH_UNJUDGED) {
+        ap_add_output_filter_handle(sniff_filter_handle, ctx, r, r->connection);
+    }
+    ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
 }
 
 /* ---- PdfTokenFragment safe: the fragment page ----------------------- */
@@ -832,9 +838,11 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
 }
 
 /* R1/R4: 302 to the browser's URL with a fresh token and an empty
- * fragment, plus the cookie that must come back with it. */
+ * fragment, plus the cookie that must come back with it.  may_page: the
+ * handler has not run yet, so PdfTokenFragment safe may answer with its
+ * page instead. */
 static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
-                    const srv_conf *sconf, const char *path)
+                    const srv_conf *sconf, const char *path, int may_page)
 {
     const char *name = conf_name(conf);
     const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
@@ -875,7 +883,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
-    if (wants_fragment_page(r, conf)) {
+    if (may_page && wants_fragment_page(r, conf)) {
         /* 200 with the fragment page instead of the 302; same cookie.  Its
          * link stays relative, so a proxy in front needs no rewriting. */
         apr_table_setn(r->notes, PAGE_NOTE, url);
@@ -903,7 +911,7 @@ static void strip_token(request_rec *r, const dir_conf *conf)
     size_t len;
     char *kept;
 
-    if (!r->args) {
+    if (!r->args || !strstr(r->args, name)) {
         return;
     }
     len = strlen(r->args);
@@ -912,25 +920,50 @@ static void strip_token(request_rec *r, const dir_conf *conf)
     r->args = len ? kept : NULL;
 }
 
-/* Carry out a verdict on r, which is br or an internal redirect of it. */
+/* R2 and R5: what an inline answer carries. */
+static void mark_inline(request_rec *r)
+{
+    /* private: a shared cache would serve it inline to the next reader.
+     * no-store: the browser's own cache would show it again, long after
+     * the token expired and without asking us, to a link that reuses this
+     * tokenized URL with an attacker's fragment.  A handler's own
+     * Cache-Control (public, max-age) must not stand beside it. */
+    apr_table_unset(r->headers_out, "Cache-Control");
+    apr_table_mergen(r->err_headers_out, "Cache-Control", "private, no-store");
+}
+
+/* The verdict on the request the browser made: judged once, kept on it,
+ * so that internal redirects and the output filter see the same one. */
+static verdict verdict_for(request_rec *r, request_rec *br,
+                           const dir_conf *conf, const srv_conf *sconf,
+                           const char *path)
+{
+    req_state *state =
+        ap_get_module_config(br->request_config, &pdftoken_module);
+
+    if (!state) {
+        state = apr_palloc(br->pool, sizeof(*state));
+        state->v = judge(r, br, conf, sconf, path);
+        ap_set_module_config(br->request_config, &pdftoken_module, state);
+    }
+    return state->v;
+}
+
+/* Carry out a verdict on r, which is br or an internal redirect of it,
+ * before the handler runs. */
 static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
                  const srv_conf *sconf, const char *path, verdict v)
 {
     apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
     switch (v) {
     case VERDICT_REDIRECT:
-        return redirect(r, br, conf, sconf, path);
+        return redirect(r, br, conf, sconf, path, 1);
     case VERDICT_DENY:
         return HTTP_FORBIDDEN;
     case VERDICT_PASS:
     case VERDICT_RANGE:
         strip_token(r, conf);
-        /* private: a shared cache would serve it inline to the next
-         * reader.  no-store: the browser's own cache would show it again,
-         * long after the token expired and without asking us, to a link
-         * that reuses this tokenized URL with an attacker's fragment. */
-        apr_table_mergen(r->err_headers_out, "Cache-Control",
-                         "private, no-store");
+        mark_inline(r);
         add_watch(r, WATCH_PASS);
         return DECLINED;
     case VERDICT_FALLBACK:
@@ -942,28 +975,352 @@ static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
     return DECLINED;
 }
 
+/* ---- the output filter: judging what the handler made ------------------ */
+
+static void add_referrer_policy(request_rec *r)
+{
+    if (!apr_table_get(r->headers_out, "Referrer-Policy")
+        && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
+        /* The tokenized URL must not leak to other sites. */
+        apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
+    }
+}
+
+/* A response header wherever the handler put it (CGI scripts' headers
+ * may land in err_headers_out). */
+static const char *response_header(const request_rec *r, const char *name)
+{
+    const char *v = apr_table_get(r->headers_out, name);
+
+    return v ? v : apr_table_get(r->err_headers_out, name);
+}
+
+/* SPEC section 2, on the response's headers: the library's verdict. */
+static pdftoken_render classify_response(const request_rec *r,
+                                         const dir_conf *conf)
+{
+    pdftoken_response resp;
+    const request_rec *br = r;
+
+    while (br->prev) {
+        br = br->prev;
+    }
+    resp.content_type = r->content_type;
+    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
+    resp.disposition = response_header(r, "Content-Disposition");
+    resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
+    resp.path = br->parsed_uri.path;
+    resp.path_len = resp.path ? strlen(resp.path) : 0;
+    resp.types = extra_types(conf, &resp.ntypes);
+    return pdftoken_classify(&resp);
+}
+
+/*
+ * For a response without a valid type: add bb's first bytes to ctx->head
+ * and sniff them as a browser would.  Reads only as far as the sniff
+ * needs, so a CGI's pipe or a file is not drained; while the answer is
+ * SNIFF_PENDING, every bucket of bb has been read.
+ */
+static sniff_state read_head(watch_ctx *ctx, apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+    int res = pdftoken_sniff_pdf(ctx->head, ctx->headlen);
+
+    for (e = APR_BRIGADE_FIRST(bb); res == -1 && e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        const char *data;
+        apr_size_t len, room = sizeof(ctx->head) - ctx->headlen;
+
+        if (APR_BUCKET_IS_EOS(e)) {
+            return SNIFF_NO; /* a body too short to be a PDF */
+        }
+        if (APR_BUCKET_IS_METADATA(e)) {
+            continue;
+        }
+        if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ) != APR_SUCCESS) {
+            /* Unreadable: the filters after us will report it. */
+            return SNIFF_NO;
+        }
+        len = len < room ? len : room;
+        memcpy(ctx->head + ctx->headlen, data, len);
+        ctx->headlen += len;
+        res = pdftoken_sniff_pdf(ctx->head, ctx->headlen);
+    }
+    return res == -1 ? SNIFF_PENDING : res ? SNIFF_PDF : SNIFF_NO;
+}
+
+/* Has a filter or the handler encoded the body (gzip)?  Then the bytes
+ * are not what the browser sniffs, after it decodes them. */
+static int is_encoded(const request_rec *r)
+{
+    return r->content_encoding || response_header(r, "Content-Encoding");
+}
+
+/*
+ * The first filter of an unjudged response, before anything compresses
+ * it: when the response has no valid type, it reads the first bytes of the
+ * body for the watch filter and passes everything on unchanged.
+ */
+static apr_status_t sniff_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
+
+    if (ctx->headlen == 0
+        && (is_encoded(r)
+            || classify_response(
+                   r, ap_get_module_config(r->per_dir_config, &pdftoken_module))
+                   != PDFTOKEN_PDF_IF_BODY)) {
+        ctx->sniff = SNIFF_GONE;
+    }
+    else {
+        ctx->sniff = read_head(ctx, bb);
+    }
+    if (ctx->sniff != SNIFF_PENDING) {
+        ap_remove_output_filter(f);
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
+/* Drops whatever a handler still sends after its answer was replaced;
+ * the error tells it to stop (httpd's handlers all do). */
+static apr_status_t discard_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    (void)f;
+    apr_brigade_cleanup(bb);
+    return AP_FILTER_ERROR;
+}
+
+/*
+ * Throw the handler's answer away, before any byte of it is sent, and send
+ * status instead, with an empty body and the headers the verdict set
+ * (Location, and in err_headers_out the cookie).  The handler's own
+ * headers go with its body, as they do when a fixup answers.  The rest of
+ * the chain goes too: mod_deflate must not encode an empty 302.  The
+ * handler is told AP_FILTER_ERROR and stops, so a back end is not read to
+ * the end; whatever it still sends is dropped.
+ */
+static apr_status_t replace_response(ap_filter_t *f, apr_bucket_brigade *bb,
+                                     int status)
+{
+    request_rec *r = f->r;
+    const char *location = apr_table_get(r->headers_out, "Location");
+    apr_status_t rv;
+
+    apr_brigade_cleanup(bb);
+    r->status = status;
+    r->status_line = NULL;
+    apr_table_clear(r->headers_out);
+    if (location) {
+        apr_table_setn(r->headers_out, "Location", location);
+    }
+    apr_table_unset(r->err_headers_out, "Content-Type");
+    apr_table_unset(r->err_headers_out, "Content-Disposition");
+    r->content_type = NULL;
+    r->content_encoding = NULL;
+    r->content_languages = NULL;
+    r->clength = 0;
+    r->output_filters = r->proto_output_filters;
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(f->c->bucket_alloc));
+    rv = ap_pass_brigade(r->output_filters, bb);
+    ap_add_output_filter_handle(discard_filter_handle, NULL, r, r->connection);
+    return rv == APR_SUCCESS ? AP_FILTER_ERROR : rv;
+}
+
+/* Never inline: a forced download for what cannot take the redirect. */
+static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
+                                     const char *why)
+{
+    request_rec *r = f->r;
+
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  PDFTOKEN_LOGNO(00014) "%s: PDF-like response (%s, status %d) "
+                                        "sent as a download",
+                  r->uri, why, r->status);
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", "fallback");
+    force_download(r);
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+/*
+ * SPEC section 2, after the handler: a PDF-like response that the fixup
+ * did not judge.  A GET or HEAD with a 2xx status goes through the same
+ * decision table as a static PDF; everything else is never inline.
+ */
+static apr_status_t judge_response(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r, *br = browser_request(r);
+    const dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &pdftoken_module);
+    const srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &pdftoken_module);
+    const char *path = document_path(br);
+    verdict v;
+
+    if (r->method_number != M_GET || !path) {
+        return send_as_download(f, bb, r->method);
+    }
+    if (!ap_is_HTTP_SUCCESS(r->status) || is_error_document(r)) {
+        return send_as_download(f, bb, "not a success");
+    }
+    if (conf_dynamic(conf) == DYNAMIC_ATTACHMENT) {
+        return send_as_download(f, bb, "PdfTokenDynamic attachment");
+    }
+    v = verdict_for(r, br, conf, sconf, path);
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
+    switch (v) {
+    case VERDICT_REDIRECT:
+        return replace_response(f, bb, redirect(r, br, conf, sconf, path, 0));
+    case VERDICT_DENY:
+        return replace_response(f, bb, HTTP_FORBIDDEN);
+    case VERDICT_PASS:
+    case VERDICT_RANGE:
+        mark_inline(r);
+        add_referrer_policy(r);
+        break;
+    case VERDICT_FALLBACK:
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+        force_download(r);
+        break;
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+/*
+ * Every response of a protected scope passes here once, when its headers
+ * are final and before any byte is sent: the fixup only saw the type known
+ * before the handler, and CGI scripts, back ends and sniffing browsers
+ * decide theirs later.  Responses with a valid type that is no PDF leave
+ * at once; only a response without one has its first bytes read.
+ */
+static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
+
+    switch (ctx->mode) {
+    case WATCH_PASS:
+        add_referrer_policy(r);
+        break;
+    case WATCH_FALLBACK:
+        force_download(r);
+        break;
+    case WATCH_UNJUDGED:
+        if (!ctx->held) {
+            /* No body, nothing to render: 204, 304, 1xx. */
+            if (r->status == HTTP_NO_CONTENT || r->status == HTTP_NOT_MODIFIED
+                || r->status < 200) {
+                break;
+            }
+            switch (classify_response(
+                r, ap_get_module_config(r->per_dir_config, &pdftoken_module))) {
+            case PDFTOKEN_NOT_PDF:
+                ap_remove_output_filter(f);
+                return ap_pass_brigade(f->next, bb);
+            case PDFTOKEN_PDF:
+                return judge_response(f, bb);
+            case PDFTOKEN_PDF_IF_BODY:
+                ctx->held = apr_brigade_create(r->pool, f->c->bucket_alloc);
+                break;
+            }
+            if (ctx->sniff == SNIFF_GONE) {
+                /* The type went away after the sniff filter looked (a
+                 * "Header unset"): read the bytes here, unless they are
+                 * encoded, which a browser decodes and this cannot. */
+                if (is_encoded(r)) {
+                    return judge_response(f, bb);
+                }
+                ctx->self_sniff = 1;
+                ctx->sniff = SNIFF_PENDING;
+            }
+        }
+        if (ctx->self_sniff && ctx->sniff == SNIFF_PENDING) {
+            ctx->sniff = read_head(ctx, bb);
+        }
+        APR_BRIGADE_CONCAT(ctx->held, bb);
+        if (ctx->sniff == SNIFF_PENDING) {
+            apr_bucket *e;
+
+            /* Too few bytes yet, and all of them read: keep them. */
+            for (e = APR_BRIGADE_FIRST(ctx->held);
+                 e != APR_BRIGADE_SENTINEL(ctx->held); e = APR_BUCKET_NEXT(e)) {
+                const char *data;
+                apr_size_t len;
+
+                if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ)
+                        != APR_SUCCESS
+                    || apr_bucket_setaside(e, r->pool) != APR_SUCCESS) {
+                    break;
+                }
+            }
+            return APR_SUCCESS;
+        }
+        if (ctx->sniff == SNIFF_PDF) {
+            return judge_response(f, ctx->held);
+        }
+        bb = ctx->held;
+        break;
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+/* ---- the fixup: judging before the handler ----------------------------- */
+
+/*
+ * mod_cgi and mod_cgid hand an nph- script's output to the client past
+ * every output filter, so nothing this module sets or checks would reach
+ * it.  Their test, on the handler (or, before ap_invoke_handler sets it,
+ * the type that becomes the handler) and the file's name.
+ */
+static int is_nph_script(const request_rec *r)
+{
+    const char *h = r->handler ? r->handler : r->content_type;
+    const char *base;
+
+    if (!h || !r->filename
+        || (strcasecmp(h, "cgi-script")
+            && strncasecmp(h, "application/x-httpd-cgi", 23))) {
+        return 0;
+    }
+    base = strrchr(r->filename, '/');
+    return !strncmp(base ? base + 1 : r->filename, "nph-", 4);
+}
+
 static int pdftoken_fixup(request_rec *r)
 {
     dir_conf *conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
     srv_conf *sconf;
     request_rec *br;
-    req_state *state;
     const char *path;
 
     /* Section 2: which requests are protected. */
     if (conf->protect != 1 || r->main) {
         return DECLINED;
     }
+    if (is_nph_script(r)) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      PDFTOKEN_LOGNO(00013) "%s: refused: an NPH script's "
+                                            "output bypasses the output "
+                                            "filters, so PdfTokenProtect "
+                                            "cannot judge it",
+                      r->uri);
+        apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
+        return HTTP_FORBIDDEN;
+    }
     if (is_error_document(r)) {
         add_watch(r, WATCH_UNJUDGED);
         return DECLINED;
     }
     br = browser_request(r);
-    state = ap_get_module_config(br->request_config, &pdftoken_module);
-    if (!state
+    if (!ap_get_module_config(br->request_config, &pdftoken_module)
         && ((r->method_number != M_GET) /* HEAD is M_GET too */
-            || !(is_protected_type(conf, r->content_type)
-                 || ends_in_pdf(r->uri)))) {
+            || !(is_pdf_type(conf, r->content_type) || ends_in_pdf(r->uri)))) {
+        /* Judged after the handler if it turns out PDF-like; the handler
+         * must not see the token either way. */
+        strip_token(r, conf);
         add_watch(r, WATCH_UNJUDGED);
         return DECLINED;
     }
@@ -975,12 +1332,8 @@ static int pdftoken_fixup(request_rec *r)
     }
     /* Section 4: judge once per browser request; internal redirects that
      * follow inherit the verdict. */
-    if (!state) {
-        state = apr_palloc(br->pool, sizeof(*state));
-        state->v = judge(r, br, conf, sconf, path);
-        ap_set_module_config(br->request_config, &pdftoken_module, state);
-    }
-    return apply(r, br, conf, sconf, path, state->v);
+    return apply(r, br, conf, sconf, path,
+                 verdict_for(r, br, conf, sconf, path));
 }
 
 /* ---- start-up ----------------------------------------------------------- */
@@ -1051,10 +1404,17 @@ static void register_hooks(apr_pool_t *p)
     /* The fragment page; first, because mod_proxy's handler takes any
      * proxied request whatever r->handler says. */
     ap_hook_handler(fragment_page_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
-    /* Late in the content chain, when the response's own headers are set,
-     * still before the headers are sent. */
+    /* After mod_headers' filter (AP_FTYPE_CONTENT_SET), whose "Header set
+     * Content-Type" can make a response a PDF; at mod_deflate's level, but
+     * added in the fixup, before it, so a body is sniffed uncompressed. */
     watch_filter_handle = ap_register_output_filter(
-        FILTER_NAME, watch_filter, NULL, AP_FTYPE_CONTENT_SET + 9);
+        FILTER_NAME, watch_filter, NULL, AP_FTYPE_CONTENT_SET + 1);
+    discard_filter_handle = ap_register_output_filter(
+        FILTER_NAME "_DISCARD", discard_filter, NULL, AP_FTYPE_CONTENT_SET);
+    /* After the filters that make content (mod_include, mod_substitute),
+     * before those that encode it (mod_deflate). */
+    sniff_filter_handle = ap_register_output_filter(
+        FILTER_NAME "_SNIFF", sniff_filter, NULL, AP_FTYPE_CONTENT_SET - 1);
 }
 
 AP_DECLARE_MODULE(pdftoken) = {
