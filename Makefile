@@ -16,7 +16,7 @@ WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
        -fno-omit-frame-pointer
 CHECK_LIBS = $$(pkg-config --cflags --libs check)
-FUZZERS := verify query cookie
+FUZZERS := verify query cookie render
 MODULE := .libs/mod_pdftoken.so
 
 .PHONY: all install deps unit unit-asan fuzz fuzz-smoke bench-token \
