@@ -135,8 +135,17 @@ def test_defaults_match_the_code():
         "PdfTokenTimeout " + define("TIMEOUT_DEFAULT")
     assert code(s["PdfTokenName"]["Default"]) == \
         "PdfTokenName " + define("NAME_DEFAULT")
-    assert code(s["PdfTokenTypes"]["Default"]) == \
-        "PdfTokenTypes " + define("TYPE_DEFAULT")
+    assert s["PdfTokenTypes"]["Default"] == "none beyond the built-in types"
+    assert code(s["PdfTokenDynamic"]["Default"]) == "PdfTokenDynamic redirect"
+    # The built-in types the reference names are the library's list.
+    lib = (REPO / "token.c").read_text()
+    m = re.search(r"pdftoken_pdf_types\[\] = \{(.*?)\};", lib, re.S)
+    assert m, "no pdftoken_pdf_types in token.c"
+    builtin = re.findall(r'"([^"]+)"', m.group(1))
+    body = REFERENCE.read_text().split("## PdfTokenTypes")[1]
+    para = body[body.index("The types that"):body.index("(the browser")]
+    named = re.findall(r"`([a-z]+/[a-z.+-]+)`", para)
+    assert named == builtin, (named, builtin)
     assert code(s["PdfTokenProtect"]["Default"]) == "PdfTokenProtect Off"
     assert code(s["PdfTokenFallback"]["Default"]) == \
         "PdfTokenFallback attachment"

@@ -161,7 +161,7 @@ def test_forcetype_pdf_on_file_without_extension_is_protected(srv):
 def test_forcetype_pdf_file_without_cookie_is_attachment(srv):
     token, _ = assert_redirect(srv, srv.get("/prot/report"), "/prot/report")
     assert_attachment(srv.get("/prot/report?pdftoken=" + token),
-                      srv.files["report"], filename="report")
+                      srv.files["report"], filename="report.pdf")
 
 
 @pytest.mark.parametrize("path,key", [("/prot/UPPER.PDF", "upper"),
@@ -290,13 +290,17 @@ def test_errordocument_302_does_not_replace_the_redirect(srv, scope):
 
 # --------------------------------------- a type set after the fixup
 
-def test_static_file_retyped_to_pdf_after_the_fixup_is_a_download(srv):
+def test_static_file_retyped_to_pdf_after_the_fixup_takes_the_token_step(srv):
     """A .txt file is text/plain at fixup time, so the fixup lets it pass;
     mod_headers then names it application/pdf in its output filter.  The
-    module's filter sees the final type and forces a download (SPEC
-    section 2): the decline path keeps its filter for this."""
+    module's filter sees the final type and judges it like a static PDF
+    (SPEC section 2): the decline path keeps its filter for this."""
     r = srv.get("/late/retyped.txt")
-    assert_attachment(r, srv.files["retyped"])
+    token, cookie = assert_redirect(srv, r, "/late/retyped.txt",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["retyped"])
+    assert_attachment(srv.get(r.location_target()), srv.files["retyped"],
+                      filename="retyped.txt.pdf")
 
 
 def test_static_non_pdf_beside_it_is_untouched(srv):
