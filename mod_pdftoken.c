@@ -1296,9 +1296,24 @@ static int pdftoken_fixup(request_rec *r)
     request_rec *br;
     const char *path;
 
-    /* Section 2: which requests are protected. */
-    if (conf->protect != 1 || r->main) {
+    /* Section 2: which requests are protected.  An internal redirect
+     * (an ErrorDocument, mod_rewrite) answers for the URL the browser
+     * asked for: when that URL is protected, so is the answer, wherever
+     * it comes from. */
+    if (r->main) {
         return DECLINED;
+    }
+    if (conf->protect != 1) {
+        const dir_conf *bconf;
+
+        if (!r->prev) {
+            return DECLINED;
+        }
+        bconf = ap_get_module_config(browser_request(r)->per_dir_config,
+                                     &pdftoken_module);
+        if (bconf->protect != 1) {
+            return DECLINED;
+        }
     }
     if (is_nph_script(r)) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
