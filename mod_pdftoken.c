@@ -1202,6 +1202,9 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
     switch (ctx->mode) {
     case WATCH_PASS:
+        /* The fixup set ours; a script's own (public, max-age) came
+         * later and must not stand beside it. */
+        apr_table_unset(r->headers_out, "Cache-Control");
         add_referrer_policy(r);
         break;
     case WATCH_FALLBACK:

@@ -45,6 +45,11 @@ EXTRA_CONFIG = r"""
     PdfTokenProtect On
     DirectoryIndex index.pdf
 </Directory>
+<Directory "@DOCROOT@/late">
+    PdfTokenProtect On
+    ErrorDocument 404 /late/notfound.pdf
+    SetOutputFilter DEFLATE
+</Directory>
 """
 
 
@@ -132,6 +137,17 @@ def request_mix(s):
         assert r.status == 200, r
         r = get("/pub/doc.pdf")                         # not protected
         assert r.status == 200, r
+        # Judged after the handler: a sniffed PDF without a type, through
+        # mod_deflate, replaced by the 302, then inline and as a download.
+        r = get("/late/noext", headers=[("Accept-Encoding", "gzip")])
+        assert r.status == 302 and r.body == b"", r
+        late = r.location_target()
+        r = get(late, cookies=[ref.cookie_pair(r.location_token())])
+        assert r.status == 200 and r.body == s.files["noext"], r
+        r = get(late)
+        assert r.status == 200 and r.get("Content-Disposition"), r
+        r = get("/late/nope")                           # PDF ErrorDocument
+        assert r.status == 404 and r.get("Content-Disposition"), r
     return n
 
 
@@ -188,10 +204,12 @@ def main():
     harness.MPM = "prefork"     # -X: one process, one thread
 
     work = harness.make_workdir()
-    s = harness.Httpd(work / "valgrind")
+    s = harness.Httpd(work / "valgrind", modules=["deflate", "filter"])
     corpus.prepare(s)
     s.write_pdf("deny/doc.pdf", "deny")
     s.write_pdf("idx/index.pdf", "index")
+    s.files["noext"] = s.write_pdf("late/noext", "no extension")
+    s.write_pdf("late/notfound.pdf", "not found")
     s.configure(corpus.CONFIG + EXTRA_CONFIG)
     vlog = s.root / "logs" / "valgrind.log"
     began = time.time()
