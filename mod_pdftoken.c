@@ -588,6 +588,35 @@ static void force_download(request_rec *r)
 
 /* ---- the output filter: adding it ------------------------------------ */
 
+/* A response header wherever the handler put it (CGI scripts' headers
+ * may land in err_headers_out). */
+static const char *response_header(const request_rec *r, const char *name)
+{
+    const char *v = apr_table_get(r->headers_out, name);
+
+    return v ? v : apr_table_get(r->err_headers_out, name);
+}
+
+/* SPEC section 2, on the response's headers: the library's verdict. */
+static pdftoken_render classify_response(const request_rec *r,
+                                         const dir_conf *conf)
+{
+    pdftoken_response resp;
+    const request_rec *br = r;
+
+    while (br->prev) {
+        br = br->prev;
+    }
+    resp.content_type = r->content_type;
+    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
+    resp.disposition = response_header(r, "Content-Disposition");
+    resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
+    resp.path = br->parsed_uri.path;
+    resp.path_len = resp.path ? strlen(resp.path) : 0;
+    resp.types = extra_types(conf, &resp.ntypes);
+    return pdftoken_classify(&resp);
+}
+
 static void add_watch(request_rec *r, watch_mode mode)
 {
     watch_ctx *ctx = apr_palloc(r->pool, sizeof(*ctx));
@@ -597,8 +626,17 @@ static void add_watch(request_rec *r, watch_mode mode)
     ctx->self_sniff = 0;
     ctx->headlen = 0;
     ctx->held = NULL;
-    if (mode == WATCH_UNJUDGED) {
+    /* The sniff filter only for what has no valid type yet: a static
+     * file that mod_mime typed keeps its type (and if a later filter
+     * drops it, the watch filter reads the bytes itself). */
+    if (mode == WATCH_UNJUDGED
+        && classify_response(
+               r, ap_get_module_config(r->per_dir_config, &pdftoken_module))
+               == PDFTOKEN_PDF_IF_BODY) {
         ap_add_output_filter_handle(sniff_filter_handle, ctx, r, r->connection);
+    }
+    else {
+        ctx->sniff = SNIFF_GONE;
     }
     ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
 }
@@ -984,35 +1022,6 @@ static void add_referrer_policy(request_rec *r)
         /* The tokenized URL must not leak to other sites. */
         apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
     }
-}
-
-/* A response header wherever the handler put it (CGI scripts' headers
- * may land in err_headers_out). */
-static const char *response_header(const request_rec *r, const char *name)
-{
-    const char *v = apr_table_get(r->headers_out, name);
-
-    return v ? v : apr_table_get(r->err_headers_out, name);
-}
-
-/* SPEC section 2, on the response's headers: the library's verdict. */
-static pdftoken_render classify_response(const request_rec *r,
-                                         const dir_conf *conf)
-{
-    pdftoken_response resp;
-    const request_rec *br = r;
-
-    while (br->prev) {
-        br = br->prev;
-    }
-    resp.content_type = r->content_type;
-    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
-    resp.disposition = response_header(r, "Content-Disposition");
-    resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
-    resp.path = br->parsed_uri.path;
-    resp.path_len = resp.path ? strlen(resp.path) : 0;
-    resp.types = extra_types(conf, &resp.ntypes);
-    return pdftoken_classify(&resp);
 }
 
 /*
