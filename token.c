@@ -608,29 +608,22 @@ static size_t next_byte(const char *s, size_t from, size_t len, char c)
 int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen)
 {
-    size_t start = 0, semi, comma;
+    size_t start = 0;
     int found = 0;
 
     if (header == NULL || len == 0) {
         return 0;
     }
 
-    /* One pair runs to the next ';' or ','.  RFC 6265 values hold neither,
-     * and ',' is what joins repeated Cookie header lines.  The next of
-     * each is found with memchr and kept until the walk passes it, so the
-     * header is scanned once however the two are mixed. */
-    semi = next_byte(header, 0, len, ';');
-    comma = next_byte(header, 0, len, ',');
+    /* One pair runs to the next ';', and only ';': browsers join cookies
+     * with "; " (RFC 6265 section 5.4) and so does mod_http2 with cookie
+     * fields.  A ',' may stand inside a value that a site set from
+     * untrusted input ("utm=a,pdftoken_X=T"); splitting there would let
+     * that input plant a matching cookie. */
     while (start < len) {
-        size_t end, eq, ns, ne, vs, ve;
+        size_t end = next_byte(header, start, len, ';');
+        size_t eq, ns, ne, vs, ve;
 
-        if (semi < start) {
-            semi = next_byte(header, start, len, ';');
-        }
-        if (comma < start) {
-            comma = next_byte(header, start, len, ',');
-        }
-        end = semi < comma ? semi : comma;
         eq = next_byte(header, start, end, '=');
         ns = start;
         ne = eq;

@@ -212,8 +212,9 @@ size_t pdftoken_query_strip(const char *args, size_t len, const char *name,
  * Cookie header: does it hold a cookie named exactly name[0..namelen)
  * whose value equals token[0..toklen) byte for byte?  The walk follows
  * RFC 6265 syntax and tolerates junk: empty pairs, pairs without '=',
- * spaces and tabs around names and values, a value in double quotes, and
- * ',' as a separator (merged header lines).  Returns 1 or 0.
+ * spaces and tabs around names and values, a value in double quotes.
+ * Pairs are separated by ';' only, as browsers send them: a ',' is part
+ * of a value.  Returns 1 or 0.
  */
 int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen);

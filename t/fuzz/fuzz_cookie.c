@@ -16,7 +16,8 @@
  *     and still matches with "; HEADER" appended, with "HEADER; "
  *     prepended, quoted, or with spaces and tabs around name and value;
  *     and "NAME=TOKENx", a one-byte-shorter value and "xNAME=TOKEN" do
- *     not.
+ *     not; nor does "HEADER,NAME=TOKEN" when HEADER holds no ';' (a ','
+ *     separates nothing).
  */
 
 #include "token.h"
@@ -33,7 +34,7 @@ static int is_sp(unsigned char c)
 }
 
 /*
- * Reference: split on ';' and ','; in each piece cut at the first '=',
+ * Reference: split on ';'; in each piece cut at the first '=',
  * trim spaces and tabs on both sides of both halves, drop one pair of
  * surrounding double quotes from the value, compare.
  */
@@ -46,7 +47,7 @@ static int ref_match(const unsigned char *h, size_t len,
 
     while (a < len) {
         b = a;
-        while (b < len && h[b] != ';' && h[b] != ',') {
+        while (b < len && h[b] != ';') {
             b++;
         }
         eq = a;
@@ -163,7 +164,7 @@ static void check_wellformed(probe *pr, const char *hdr, size_t hdrlen)
     if (!run(pr)) {
         abort();
     }
-    /* "junk; NAME=TOKEN" and "junk,NAME=TOKEN, junk" (merged lines). */
+    /* "junk; NAME=TOKEN" and "junk; NAME=TOKEN; junk". */
     put(pr, hdr, hdrlen);
     puts_lit(pr, "; ");
     put(pr, name, namelen);
@@ -173,14 +174,26 @@ static void check_wellformed(probe *pr, const char *hdr, size_t hdrlen)
         abort();
     }
     put(pr, hdr, hdrlen);
-    puts_lit(pr, ",");
+    puts_lit(pr, ";");
     put(pr, name, namelen);
     puts_lit(pr, "=");
     put(pr, tok, toklen);
-    puts_lit(pr, ", ");
+    puts_lit(pr, "; ");
     put(pr, hdr, hdrlen);
     if (!run(pr)) {
         abort();
+    }
+    /* "junk,NAME=TOKEN": a ',' separates nothing, so without a ';' in
+     * junk the pair's name starts with junk. */
+    if (memchr(hdr, ';', hdrlen) == NULL) {
+        put(pr, hdr, hdrlen);
+        puts_lit(pr, ",");
+        put(pr, name, namelen);
+        puts_lit(pr, "=");
+        put(pr, tok, toklen);
+        if (run(pr)) {
+            abort();
+        }
     }
     /* Quoted value; spaces and tabs around name and value. */
     put(pr, name, namelen);

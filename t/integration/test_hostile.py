@@ -151,12 +151,26 @@ def test_hostile_duplicate_cookie_right_then_wrong_is_inline(srv):
                   srv.files["doc"])
 
 
-def test_hostile_match_in_second_cookie_header_is_inline(srv):
+def test_hostile_match_in_second_cookie_header_is_not_inline(srv):
+    # httpd joins the two lines with ", ", and ',' separates no cookies
+    # (SPEC section 4, as browsers send them: RFC 6265 section 5.4): the
+    # pair is "b=2, pdftoken_...", so no match.  Browsers never send two
+    # Cookie lines; mod_http2 joins its cookie fields with "; ".
     t = valid(srv)
     r = srv.get(DOC + "?pdftoken=" + t,
                 headers=[("Cookie", "a=1; b=2"),
                          ("Cookie", ref.cookie_pair(t))])
-    assert_inline(r, srv.files["doc"])
+    assert_attachment(r, srv.files["doc"])
+
+
+def test_hostile_comma_planted_cookie_is_not_inline(srv):
+    # A site that writes untrusted input into a cookie of its own
+    # (utm_source=<param>) must not hand an attacker the matching cookie.
+    t = valid(srv)
+    for header in ("utm_source=a," + ref.cookie_pair(t),
+                   "utm_source=a, " + ref.cookie_pair(t) + "; x=1"):
+        r = srv.get(DOC + "?pdftoken=" + t, headers=[("Cookie", header)])
+        assert_attachment(r, srv.files["doc"])
 
 
 def test_hostile_junk_around_a_matching_cookie_is_inline(srv):
