@@ -706,6 +706,15 @@ static const char *make_fragment_csp(apr_pool_t *p)
                        NULL);
 }
 
+/* A Range header that is a valid byte-range request (RFC 9110): anything
+ * else is judged as if there were none (SPEC R5). */
+static int has_valid_range(const request_rec *r)
+{
+    const char *range = apr_table_get(r->headers_in, "Range");
+
+    return range && pdftoken_range_valid(range, strlen(range));
+}
+
 /*
  * Only a navigation shows the page: Sec-Fetch-Dest says so in current
  * browsers; without it, a browser navigating asks for text/html.  HEAD,
@@ -716,7 +725,7 @@ static int wants_fragment_page(request_rec *r, const dir_conf *conf)
     const char *dest, *accept;
 
     if (conf_fragment(conf) != FRAGMENT_SAFE || r->header_only
-        || apr_table_get(r->headers_in, "Range")) {
+        || has_valid_range(r)) {
         return 0;
     }
     dest = apr_table_get(r->headers_in, "Sec-Fetch-Dest");
@@ -820,10 +829,11 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
         return VERDICT_PASS; /* R2 */
     }
     /* A navigation cannot send Range, so a range request with a genuine
-     * token is a PDF viewer fetching more of a document it already has. */
+     * token is a PDF viewer fetching more of a document it already has.
+     * Only a valid one: "Range: garbage" would be served whole. */
     if ((st == PDFTOKEN_OK
          || (st == PDFTOKEN_EXPIRED && now - expiry < RANGE_GRACE))
-        && apr_table_get(r->headers_in, "Range")) {
+        && has_valid_range(r)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00005) "%s token with Range: served",
                       pdftoken_status_str(st));

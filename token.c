@@ -950,3 +950,75 @@ int pdftoken_sniff_pdf(const unsigned char *body, size_t len)
     }
     return 1;
 }
+
+/* ---- Range header ------------------------------------------------------- */
+
+/* A run of digits at v[*i..len): its start and length, leading zeros
+ * skipped (so lengths compare numbers); 0 when there is no digit. */
+static size_t digits(const char *v, size_t len, size_t *i, size_t *start)
+{
+    size_t b = *i;
+
+    while (*i < len && v[*i] >= '0' && v[*i] <= '9') {
+        (*i)++;
+    }
+    if (*i == b) {
+        return 0;
+    }
+    while (b + 1 < *i && v[b] == '0') {
+        b++;
+    }
+    *start = b;
+    return *i - b;
+}
+
+static void skip_ows(const char *v, size_t len, size_t *i)
+{
+    while (*i < len && (v[*i] == ' ' || v[*i] == '\t')) {
+        (*i)++;
+    }
+}
+
+int pdftoken_range_valid(const char *value, size_t len)
+{
+    size_t i = 6, specs = 0;
+
+    if (value == NULL || len < 6 || !equal_lower(value, "bytes=", 6)) {
+        return 0;
+    }
+    for (;;) {
+        size_t fs = 0, fl, ls = 0, ll;
+
+        skip_ows(value, len, &i);
+        if (i < len && value[i] != ',') {
+            if (value[i] == '-') { /* suffix-range */
+                i++;
+                if (!digits(value, len, &i, &ls)) {
+                    return 0;
+                }
+            }
+            else { /* int-range: first-pos "-" [ last-pos ] */
+                fl = digits(value, len, &i, &fs);
+                if (!fl || i == len || value[i++] != '-') {
+                    return 0;
+                }
+                ll = digits(value, len, &i, &ls);
+                /* last-pos < first-pos makes the range invalid. */
+                if (ll
+                    && (ll < fl
+                        || (ll == fl
+                            && memcmp(value + ls, value + fs, ll) < 0))) {
+                    return 0;
+                }
+            }
+            specs++;
+            skip_ows(value, len, &i);
+        }
+        if (i == len) {
+            return specs > 0;
+        }
+        if (value[i++] != ',') {
+            return 0;
+        }
+    }
+}

@@ -220,6 +220,15 @@ int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen);
 
 /*
+ * Is value[0..len) a syntactically valid byte-range request (RFC 9110
+ * section 14.1.1): "bytes=" (unit case-insensitive) and a comma-separated
+ * list of at least one "first-[last]" with last >= first, or "-suffix",
+ * with optional whitespace around the commas?  Only then is a request a
+ * viewer's range continuation (SPEC R5).  value may be NULL.  1 or 0.
+ */
+int pdftoken_range_valid(const char *value, size_t len);
+
+/*
  * What a browser renders as a PDF (SPEC section 2)
  * ------------------------------------------------
  *

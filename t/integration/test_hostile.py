@@ -235,6 +235,18 @@ def test_hostile_many_ranges_with_token_get_defined_answer(srv):
     assert r.status in (200, 206, 416), r
 
 
+@pytest.mark.parametrize("value", ["garbage", "bytes=zz", "bytes=10-9",
+                                   "bytes=", "items=0-1", "bytes =0-1",
+                                   "bytes=0-1;2-3"])
+def test_hostile_invalid_range_with_token_is_judged_as_no_range(srv, value):
+    # SPEC R5: only a valid "Range: bytes=" makes a range continuation;
+    # anything else is R3 (the fallback), never the whole file inline.
+    t = valid(srv)
+    r = srv.get(DOC + "?pdftoken=" + t, headers=[("Range", value)])
+    assert_attachment(r, srv.files["doc"])
+    assert r.get("Content-Range") is None, r
+
+
 def test_hostile_garbage_range_with_forged_token_redirects(srv):
     t = ref.forge(valid(srv))
     r = srv.get(DOC + "?pdftoken=" + t, headers=[("Range", "bytes=zz")])

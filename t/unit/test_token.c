@@ -1629,6 +1629,57 @@ END_TEST
 
 #define NELTS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* ---- Range ----------------------------------------------------------- */
+
+static const struct {
+    const char *name, *value;
+    int want;
+} range_cases[] = {
+    {"first-last", "bytes=0-99", 1},
+    {"first-", "bytes=100-", 1},
+    {"suffix", "bytes=-500", 1},
+    {"unit case", "Bytes=0-1", 1},
+    {"list with spaces", "bytes=0-0, 10-20 ,-5", 1},
+    {"empty list elements", "bytes=,0-1,,", 1},
+    {"equal ends", "bytes=7-7", 1},
+    {"leading zeros", "bytes=007-10", 1},
+    {"big numbers", "bytes=99999999999999999999-999999999999999999999", 1},
+    {"last before first", "bytes=10-9", 0},
+    {"last before first, longer first", "bytes=100-99", 0},
+    {"zeros hide nothing", "bytes=010-9", 0},
+    {"garbage", "garbage", 0},
+    {"empty", "", 0},
+    {"unit only", "bytes=", 0},
+    {"only commas", "bytes=,,", 0},
+    {"other unit", "items=0-1", 0},
+    {"space before =", "bytes =0-1", 0},
+    {"no dash", "bytes=5", 0},
+    {"dash alone", "bytes=-", 0},
+    {"letters", "bytes=a-b", 0},
+    {"negative last", "bytes=1--2", 0},
+    {"trailing junk", "bytes=0-1x", 0},
+    {"semicolon", "bytes=0-1;2-3", 0},
+    {"NUL inside", "bytes=0-1\0", 0},
+};
+
+START_TEST(test_range_valid)
+{
+    const char *v = range_cases[_i].value;
+    size_t len = strlen(v) + (strstr(range_cases[_i].name, "NUL") ? 1 : 0);
+    char *copy = dup_exact(v, len);
+
+    ck_assert_msg(pdftoken_range_valid(copy, len) == range_cases[_i].want,
+                  "%s: '%s'", range_cases[_i].name, v);
+    free(copy);
+}
+END_TEST
+
+START_TEST(test_range_valid_null)
+{
+    ck_assert_int_eq(pdftoken_range_valid(NULL, 0), 0);
+}
+END_TEST
+
 /* One test case per concern; the fixture keys are made afresh (in the
  * forked child, by default) for every test. */
 static TCase *tcase(Suite *s, const char *name)
@@ -1710,6 +1761,10 @@ static Suite *token_suite(void)
     tc = tcase(s, "cookie");
     tcase_add_loop_test(tc, test_cookie_match, 0, NELTS(cookie_cases));
     tcase_add_test(tc, test_cookie_300_pairs);
+
+    tc = tcase(s, "range");
+    tcase_add_loop_test(tc, test_range_valid, 0, NELTS(range_cases));
+    tcase_add_test(tc, test_range_valid_null);
 
     tc = tcase(s, "reference_minter");
     /* Each test starts a Python interpreter; sanitizer builds are slow. */
