@@ -1311,6 +1311,19 @@ static int is_nph_script(const request_rec *r)
     return !strncmp(base ? base + 1 : r->filename, "nph-", 4);
 }
 
+/*
+ * A static file that does not exist gets httpd's 404, not a token: every
+ * made-up path would otherwise mint one more cookie for a hostile page to
+ * pile up.  Only for the default handler: a script, a proxy or a handler
+ * set by the configuration answers for paths that are no files.
+ */
+static int is_missing_file(const request_rec *r)
+{
+    return r->finfo.filetype == APR_NOFILE
+           && (!r->handler || !strcmp(r->handler, "default-handler"))
+           && r->filename && strncmp(r->filename, "proxy:", 6);
+}
+
 static int pdftoken_fixup(request_rec *r)
 {
     dir_conf *conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
@@ -1354,7 +1367,8 @@ static int pdftoken_fixup(request_rec *r)
     br = browser_request(r);
     if (!ap_get_module_config(br->request_config, &pdftoken_module)
         && ((r->method_number != M_GET) /* HEAD is M_GET too */
-            || !(is_pdf_type(conf, r->content_type) || ends_in_pdf(r->uri)))) {
+            || !(is_pdf_type(conf, r->content_type) || ends_in_pdf(r->uri))
+            || is_missing_file(r))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
         strip_token(r, conf);

@@ -501,3 +501,14 @@ def test_unprotected_directory_serves_pdf_inline_without_cookie(srv):
 def test_unprotected_directory_ignores_token_param(srv):
     r = srv.get("/open/doc.pdf?pdftoken=junk&a=1")
     assert_untouched(r, body=srv.files["open"])
+
+
+@pytest.mark.parametrize("path", ["/prot/missing.pdf", "/prot/nodir/x.PDF",
+                                  "/prot/missing.pdf?a=1&pdftoken=junk"])
+def test_missing_static_pdf_gets_httpds_404_and_no_token(srv, path):
+    # SPEC section 4: every made-up path would otherwise mint one more
+    # cookie for a hostile page to pile up.
+    r = srv.get(path)
+    assert r.status == 404, r
+    assert r.get("Location") is None and r.get_all("Set-Cookie") == [], r
+    assert b"%PDF" not in r.body
