@@ -71,9 +71,10 @@ def assert_page(srv, r, path, query=""):
     token = query_values(url.split("?", 1)[1].split("#")[0], "pdftoken")
     assert len(token) == 1, url
     token = token[0]
-    # Relative, so that a reverse proxy in front needs no rewriting.
-    assert url == "%s?%s%s#" % (path, query + "&" if query else "",
-                                "pdftoken=" + token)
+    # Absolute, like Location: a path such as "//evil.example/x.pdf"
+    # must never read as a link to another host (SPEC section 6).
+    assert url == srv.url("%s?%s%s#" % (path, query + "&" if query else "",
+                                        "pdftoken=" + token))
     version, expiry, _, _ = ref.parse(token)
     assert version == 1 and expiry > time.time()
     assert ref.verifies(srv.secret, token, path)
@@ -190,3 +191,35 @@ def test_sethandler_without_the_fixup_serves_nothing_of_ours(pool):
     r = s.get("/h/x.txt")
     assert r.status == 200 and r.body == b"plain text\n", r
     assert r.get("Content-Security-Policy") is None
+
+
+NETWORK_PATH_CONFIG = r"""
+MergeSlashes Off
+AllowEncodedSlashes On
+<Directory "@DOCROOT@">
+    PdfTokenProtect On
+    PdfTokenFragment safe
+</Directory>
+"""
+
+
+@pytest.mark.parametrize("target", ["/%2Fevil.example/x.pdf",
+                                    "//evil.example/x.pdf"])
+def test_path_that_looks_like_another_host_stays_on_this_one(fresh_pool,
+                                                            target):
+    # SPEC section 6: with MergeSlashes Off the decoded path can begin with
+    # "//"; a relative link to it would be a network-path reference that
+    # Chromium follows to evil.example.  Page link, refresh and Location
+    # are absolute URLs on this server.
+    s = fresh_pool.make("netpath")
+    s.write_pdf("evil.example/x.pdf", "netpath")
+    s.configure(NETWORK_PATH_CONFIG)
+    s.start()
+    origin = s.url("")
+    r = s.get(target, headers=NAV)
+    assert r.status == 200, r
+    url, _ = page_parts(r)
+    assert url.startswith(origin + "/"), url
+    r = s.get(target)
+    assert r.status == 302, r
+    assert r.get("Location").startswith(origin + "/"), r
