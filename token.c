@@ -884,8 +884,10 @@ static int is_attachment(const char *cd, size_t len)
 /*
  * Would a browser take the document's name to end in .pdf?  Any mention
  * of ".pdf" in the disposition (filename, filename*, escaped or not)
- * counts; without a filename there, the URL path's last segment is the
- * name.
+ * counts, and so does a URL path ending in .pdf, even beside a disposition
+ * that names another file: Firefox was measured to open
+ * application/octet-stream at x.pdf with "inline; filename=x.txt" in its
+ * PDF viewer.
  */
 static int named_pdf(const pdftoken_response *resp)
 {
@@ -896,9 +898,6 @@ static int named_pdf(const pdftoken_response *resp)
         && (contains_lower(cd, cdlen, ".pdf")
             || contains_lower(cd, cdlen, "%2epdf"))) {
         return 1;
-    }
-    if (cd != NULL && contains_lower(cd, cdlen, "filename")) {
-        return 0;
     }
     return resp->path != NULL && resp->path_len >= 4
            && equal_lower(resp->path + resp->path_len - 4, ".pdf", 4);
