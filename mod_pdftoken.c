@@ -931,17 +931,21 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
-    /* Absolute, like every link this module writes: a path of
-     * "//evil.example/x.pdf" (MergeSlashes Off) must not read as a
-     * network-path reference to another host. */
-    url = ap_construct_url(r->pool, url, r);
     if (may_page && wants_fragment_page(r, conf)) {
-        /* 200 with the fragment page instead of the 302; same cookie. */
-        apr_table_setn(r->notes, PAGE_NOTE, url);
+        /* 200 with the fragment page instead of the 302; same cookie.  Its
+         * link stays relative, so a proxy in front needs no rewriting; but
+         * a path that begins with "//" (MergeSlashes Off) would read as a
+         * network-path reference to another host, so it gets a "/."
+         * first, which browsers resolve to the same path on this host. */
+        apr_table_setn(r->notes, PAGE_NOTE,
+                       epath[0] == '/' && epath[1] == '/'
+                           ? apr_pstrcat(r->pool, "/.", url, NULL)
+                           : url);
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
-    apr_table_setn(r->headers_out, "Location", url);
+    apr_table_setn(r->headers_out, "Location",
+                   ap_construct_url(r->pool, url, r));
     /* An empty body: browsers follow the Location without showing one, and
      * httpd's default "Found" page would cost as much again as the token
      * (it HTML-escapes the whole URL).  Also keeps an ErrorDocument 302
