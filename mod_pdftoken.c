@@ -775,24 +775,55 @@ static int fragment_page_handler(request_rec *r)
 
 /* ---- the decision table ------------------------------------------------- */
 
-/* Is there a cookie named <name>_<eight characters of q's nonce> whose
- * value is q?  The suffix lets two tabs hold two tokens for one document
- * without one cookie overwriting the other. */
+/*
+ * Over HTTPS the cookie's name starts with "__Host-": browsers then take
+ * it only from this very host, over HTTPS, with Path=/ and no Domain, so
+ * neither a sibling subdomain (Domain=) nor a network attacker on plain
+ * HTTP can plant a matching one.  Only that name is accepted over HTTPS.
+ */
+#define HOST_PREFIX "__Host-"
+#define HOST_PREFIX_LEN 7
+
+static int is_https(request_rec *r)
+{
+    return !strcmp(ap_http_scheme(r), "https");
+}
+
+/* <prefix><name>_<eight characters of token's nonce>, into cname (room
+ * for the longest); returns its length.  The suffix lets two tabs hold two
+ * tokens for one document without one cookie overwriting the other. */
+static size_t cookie_name(
+    request_rec *r, const char *name, const char *token,
+    char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1])
+{
+    size_t nlen = strlen(name), o = 0;
+
+    if (is_https(r)) {
+        memcpy(cname, HOST_PREFIX, HOST_PREFIX_LEN);
+        o = HOST_PREFIX_LEN;
+    }
+    memcpy(cname + o, name, nlen);
+    o += nlen;
+    cname[o++] = '_';
+    memcpy(cname + o, token + PDFTOKEN_SUFFIX_OFFSET, PDFTOKEN_SUFFIX_LEN);
+    o += PDFTOKEN_SUFFIX_LEN;
+    cname[o] = '\0';
+    return o;
+}
+
+/* Is there a cookie of q's name whose value is q? */
 static int has_matching_cookie(request_rec *r, const char *name, const char *q,
                                size_t qlen)
 {
     const char *header = apr_table_get(r->headers_in, "Cookie");
-    char cname[MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
-    size_t nlen = strlen(name);
+    char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
+    size_t clen;
 
     if (!header || qlen != PDFTOKEN_LEN) {
         return 0;
     }
-    memcpy(cname, name, nlen);
-    cname[nlen] = '_';
-    memcpy(cname + nlen + 1, q + PDFTOKEN_SUFFIX_OFFSET, PDFTOKEN_SUFFIX_LEN);
-    return pdftoken_cookie_match(header, strlen(header), cname,
-                                 nlen + 1 + PDFTOKEN_SUFFIX_LEN, q, qlen);
+    clen = cookie_name(r, name, q, cname);
+    return pdftoken_cookie_match(header, strlen(header), cname, clen, q, qlen);
 }
 
 /* Judge the request the browser made (br), by SPEC's table. */
@@ -897,6 +928,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     size_t alen = strlen(args);
     char *kept = apr_palloc(r->pool, alen + 1);
     char token[PDFTOKEN_LEN + 1];
+    char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     const char *epath = pct_encode(r->pool, path, strlen(path), PATH_KEEP);
     const char *url, *cookie;
     int timeout = conf_timeout(conf);
@@ -920,13 +952,13 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
      * and send every such reader to the fallback. */
+    cookie_name(r, name, token, cname);
+    /* __Host- requires Path=/ and Secure: over HTTPS the cookie is the
+     * host's, and the name's nonce suffix still keeps tokens apart. */
     cookie = apr_pstrcat(
-        r->pool, name, "_",
-        apr_pstrmemdup(r->pool, token + PDFTOKEN_SUFFIX_OFFSET,
-                       PDFTOKEN_SUFFIX_LEN),
-        "=", token, "; Path=", epath, "; Max-Age=", apr_itoa(r->pool, timeout),
-        "; HttpOnly; SameSite=Lax",
-        strcmp(ap_http_scheme(r), "https") ? "" : "; Secure", NULL);
+        r->pool, cname, "=", token, "; Path=", is_https(r) ? "/" : epath,
+        "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
+        is_https(r) ? "; Secure" : "", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");

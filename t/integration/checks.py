@@ -81,12 +81,13 @@ def assert_token_cookie(r, token, path, name="pdftoken", timeout=10,
     values = r.get_all("Set-Cookie")
     assert len(values) == 1, "expected one Set-Cookie: %r" % values
     cname, cval, attrs = parse_set_cookie(values[0])
-    assert cname == pdftoken_ref.cookie_name(token, name), values[0]
+    # Over HTTPS: __Host-, so Path=/ (SPEC section 4).
+    assert cname == pdftoken_ref.cookie_name(token, name, secure), values[0]
     assert cval == token, values[0]
     got = sorted((k, v.lower() if k == "samesite" and v else v)
                  for k, v in attrs)
-    want = [("path", path), ("max-age", str(timeout)), ("httponly", None),
-            ("samesite", "lax")]
+    want = [("path", "/" if secure else path), ("max-age", str(timeout)),
+            ("httponly", None), ("samesite", "lax")]
     if secure:
         want.append(("secure", None))
     assert got == sorted(want), "Set-Cookie %r" % values[0]
@@ -126,6 +127,57 @@ def assert_attachment(r, body, filename=None):
         assert r.body == body, "body differs (%d bytes, want %d)" % (
             len(r.body), len(body))
     return params
+
+
+def assert_forced_download(r, body, status=200):
+    """Never inline, whatever the status (SPEC section 2): the status the
+    handler chose stays, and the attachment headers of R3 go with it."""
+    assert r.status == status, r
+    assert r.get("Location") is None, r
+    assert r.get_all("Set-Cookie") == [], r
+    cd = r.get("Content-Disposition")
+    assert cd is not None, r
+    dtype, params = parse_content_disposition(cd)
+    assert dtype == "attachment", cd
+    assert r.get("Content-Type") == "application/octet-stream", r
+    assert (r.get("X-Content-Type-Options") or "").lower() == "nosniff", r
+    if body is not None:
+        assert r.body == body, "body differs (%d bytes, want %d)" % (
+            len(r.body), len(body))
+    return params
+
+
+def download_name_choices(url_path):
+    """The names a forced download of url_path may carry: the last segment
+    of the document's own URL, with .pdf appended or in place of its own
+    suffix (`invoice.php` -> invoice.pdf or invoice.php.pdf; `7` -> 7.pdf)."""
+    last = urllib.parse.unquote(url_path.split("?")[0].rsplit("/", 1)[1])
+    if last.lower().endswith(".pdf"):
+        return {last}
+    names = {last + ".pdf"}
+    if "." in last.strip("."):
+        names.add(last.rsplit(".", 1)[0] + ".pdf")
+    return names
+
+
+def assert_download_name(r, url_path, also=()):
+    """SPEC section 2: a forced download's filename ends in .pdf and comes
+    from the served document's own name, never from what the script or
+    back end put in its own Content-Disposition."""
+    cd = r.get("Content-Disposition")
+    assert cd is not None, r
+    _, params = parse_content_disposition(cd)
+    assert "filename" in params, "no ASCII filename= in %r" % cd
+    names = {params["filename"]}
+    if "filename*" in params:
+        names.add(params["filename*"])
+    allowed = download_name_choices(url_path) | set(also)
+    for name in names:
+        assert name.lower().endswith(".pdf"), \
+            "download name %r does not end in .pdf: %r" % (name, cd)
+        assert name in allowed, \
+            "download name %r not taken from the URL %s (want one of %s)" \
+            % (name, url_path, sorted(allowed))
 
 
 def assert_untouched(r, body=None, status=200):

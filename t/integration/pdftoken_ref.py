@@ -120,11 +120,13 @@ def expiry_of(token):
     return parse(token)[1]
 
 
-def cookie_name(token, name="pdftoken"):
-    """The cookie name the module uses for this token."""
-    return "%s_%s" % (name, token[SUFFIX_OFFSET:SUFFIX_OFFSET + SUFFIX_LEN])
+def cookie_name(token, name="pdftoken", secure=False):
+    """The cookie name the module uses for this token (over HTTPS with the
+    __Host- prefix)."""
+    return "%s%s_%s" % ("__Host-" if secure else "", name,
+                        token[SUFFIX_OFFSET:SUFFIX_OFFSET + SUFFIX_LEN])
 
 
-def cookie_pair(token, name="pdftoken"):
+def cookie_pair(token, name="pdftoken", secure=False):
     """`name_XXXXXXXX=token`, as a browser sends it in a Cookie header."""
-    return "%s=%s" % (cookie_name(token, name), token)
+    return "%s=%s" % (cookie_name(token, name, secure), token)

@@ -4,6 +4,7 @@
 
 import pytest
 
+import pdftoken_ref as ref
 from checks import assert_attachment, assert_inline, assert_redirect
 
 CONFIG = r"""
@@ -48,3 +49,27 @@ def test_https_fallback_without_cookie_is_attachment(srv):
     token, _ = assert_redirect(srv, r, "/prot/doc.pdf", secure=True)
     assert_attachment(srv.get("/prot/doc.pdf?pdftoken=" + token),
                       srv.files["doc"], filename="doc.pdf")
+
+
+def test_https_cookie_has_host_prefix_and_root_path(srv):
+    # SPEC section 4: __Host- makes browsers refuse the cookie from a
+    # sibling subdomain (Domain=) or from plain HTTP.
+    r = srv.get("/prot/doc.pdf")
+    [(name, value, attrs)] = r.set_cookies()
+    assert name.startswith("__Host-pdftoken_"), name
+    assert ("path", "/") in attrs and ("secure", None) in attrs, attrs
+    assert not any(k == "domain" for k, _ in attrs), attrs
+
+
+def test_https_cookie_without_the_prefix_is_refused(srv):
+    # Anyone who can plant "pdftoken_X=T" (a sibling host, an attacker on
+    # plain HTTP) must not get the inline answer over HTTPS.
+    r = srv.get("/prot/doc.pdf")
+    token, _ = assert_redirect(srv, r, "/prot/doc.pdf", secure=True)
+    plain = ref.cookie_pair(token)
+    assert_attachment(srv.get(r.location_target(), cookies=[plain]),
+                      srv.files["doc"], filename="doc.pdf")
+    assert_inline(srv.get(r.location_target(),
+                          cookies=[plain, ref.cookie_pair(token,
+                                                          secure=True)]),
+                  srv.files["doc"])
