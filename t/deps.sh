@@ -9,7 +9,7 @@ set -eu
 pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
 pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
-pkgs_integration="apache2 python3 python3-pytest curl openssl"
+pkgs_integration="apache2 python3 python3-pytest curl openssl php8.2-fpm"
 pkgs_bench="wrk valgrind"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
 # dh_apache2 (in apache2-dev, from the build group).

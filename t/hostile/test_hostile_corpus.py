@@ -35,7 +35,16 @@ FILES = {
     "quote": ('/prot/q"uote;x.pdf', 'prot/q"uote;x.pdf'),
     "resume": ("/prot/r\u00e9sum\u00e9.pdf", "prot/r\u00e9sum\u00e9.pdf"),
     "pub": ("/pub/doc.pdf", "pub/doc.pdf"),
+    # No extension, so no type: judged after the handler, by its body.
+    "scan": ("/prot/scan", "prot/scan"),
 }
+# PDFs under /prot whose names hold what SPEC section 6 is about (CR LF,
+# controls, ';' and ',', bytes that are not UTF-8), so that their requests
+# get R1 and show how Location and the cookie's Path escape them: a made-up
+# .pdf path that names no file gets httpd's 404 instead (SPEC section 4).
+HOSTILE_NAMES = (b"doc\r\nSet-Cookie: injected=1.pdf", b"\x01\x1b\x7f\t.pdf",
+                 b"a;Domain=evil.example;Secure,x.pdf", b"\xff\xfe.pdf",
+                 b"\xc0\xaf..\xc0\xafdoc.pdf")
 # Crash signs, checked after every entry (the pool checks the whole log,
 # and any sanitizer report, when the server stops).
 CRASH_PATTERNS = ("exit signal", "AH00052", "Segmentation fault",
@@ -95,6 +104,12 @@ def prepare(s):
     old = time.time() - 3600
     for key, (_, rel) in FILES.items():
         os.utime(s.docroot / rel, (old, old))
+    prot = os.fsencode(s.docroot / "prot")
+    for name in HOSTILE_NAMES:
+        path = os.path.join(prot, name)
+        with open(path, "wb") as f:
+            f.write(s.files["doc"])
+        os.chmod(path, 0o644)
     s.configure(CONFIG)
 
 
@@ -140,9 +155,13 @@ def srv(pool):
 def expand(srv, text):
     """Placeholders of corpus.txt to their values (still escaped text)."""
 
+    minted = {}  # one token per path in an entry: {ck:P} pairs {tok:P}
+
     def token(m):
         kind, path = m.group(1), unescape(m.group(2))
-        t = ref.mint(srv.secret, path, lifetime=3600)
+        if path not in minted:
+            minted[path] = ref.mint(srv.secret, path, lifetime=3600)
+        t = minted[path]
         return t if kind == "tok" else ref.cookie_pair(t)
 
     def value(m):
@@ -221,9 +240,14 @@ def check_file(srv, r, key, status=200):
     assert r.body == srv.files[key], "body is not the whole %s" % key
 
 
+def file_type(key):
+    """The Content-Type httpd gives the file: none without an extension."""
+    return "application/pdf" if FILES[key][0].endswith(".pdf") else None
+
+
 def check_inline(srv, r, key):
     check_file(srv, r, key)
-    assert r.get("Content-Type") == "application/pdf", r
+    assert r.get("Content-Type") == file_type(key), r
     assert r.get("Content-Disposition") is None, r
 
 
@@ -232,6 +256,8 @@ def check_attachment(srv, r, key):
     assert r.get("Content-Type") == "application/octet-stream", r
     assert r.get("X-Content-Type-Options") == "nosniff", r
     name = FILES[key][0].rsplit("/", 1)[1]
+    if not name.endswith(".pdf"):
+        name += ".pdf"  # SPEC 2: a forced download's name ends in .pdf
     cd = r.get("Content-Disposition")
     assert cd and cd.lower().startswith("attachment"), r
     assert harness.download_name(cd) == name, cd
@@ -243,7 +269,7 @@ def check_range(srv, r, key, first, last):
     assert r.get("Content-Range") == "bytes %d-%d/%d" % (first, last,
                                                          len(data)), r
     assert r.body == data[first:last + 1], r
-    assert r.get("Content-Type") == "application/pdf", r
+    assert r.get("Content-Type") == file_type(key), r
     assert r.get("Content-Disposition") is None, r
 
 

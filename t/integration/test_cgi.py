@@ -5,14 +5,20 @@ prefork), and the same scripts behind mod_proxy_http.
 SPEC R2: the token is removed from r->args before the handler runs, so a
 script never sees it and gets its other parameters intact.  SPEC section 2:
 a response whose final Content-Type is a protected type, from a URL the
-fixup did not judge (no .pdf), is a forced download, never inline.
+fixup did not judge (no .pdf), goes through the decision table after the
+handler (PdfTokenDynamic redirect, the default): a first view is the R1
+redirect, the follow-up with its cookie is inline, without it a forced
+download; a POST answered with a PDF is always a forced download.  More
+back ends (PHP-FPM, an HTTP application server, mod_asis, NPH scripts) are
+in test_dynamic.py and test_dynamic_edge.py.
 """
 
 import pytest
 
 import harness
 import pdftoken_ref as ref
-from checks import (assert_attachment, assert_inline, assert_redirect,
+from checks import (assert_attachment, assert_download_name,
+                    assert_forced_download, assert_inline, assert_redirect,
                     assert_untouched)
 
 ECHO = r"""#!/usr/bin/python3
@@ -26,6 +32,7 @@ sys.stdout.write("BODY=%d\n" % len(body))
 
 GEN = r"""#!/usr/bin/python3
 import sys
+sys.stdin.buffer.read()
 data = open(%(data)r, "rb").read()
 out = sys.stdout.buffer
 out.write(b"Content-Type: %(ctype)s\r\n")
@@ -178,30 +185,65 @@ def test_cgi_referrer_policy_set_by_script_is_kept(srv):
 
 # ------------------------------- PDF output from a URL the fixup did not judge
 
-def test_cgi_pdf_output_from_url_without_pdf_is_forced_download(srv):
+def test_cgi_pdf_output_from_url_without_pdf_redirects_first(srv):
+    r = srv.get("/cgi/gen?n=1")
+    assert_redirect(srv, r, "/cgi/gen", query="n=1", secret=srv.secret)
+
+
+def test_cgi_pdf_output_follow_up_with_cookie_is_inline(srv):
+    r = srv.get("/cgi/gen?n=1")
+    token, cookie = assert_redirect(srv, r, "/cgi/gen", query="n=1")
+    assert_inline(srv.get(r.location_target(), cookies=[cookie]),
+                  srv.files["gen"])
+
+
+def test_cgi_pdf_output_follow_up_without_cookie_is_forced_download(srv):
     r = srv.get("/cgi/gen")
-    assert_attachment(r, srv.files["gen"])
-    assert r.get_all("Set-Cookie") == []
+    token, cookie = assert_redirect(srv, r, "/cgi/gen")
+    r2 = srv.get(r.location_target())
+    assert_attachment(r2, srv.files["gen"])
+    assert_download_name(r2, "/cgi/gen")
+    assert r2.get_all("Set-Cookie") == []
 
 
-def test_cgi_pdf_output_with_params_and_upper_case_is_forced_download(srv):
-    assert_attachment(srv.get("/cgi/gen-upper"), srv.files["gen"])
+def test_cgi_pdf_output_with_params_and_upper_case_redirects(srv):
+    r = srv.get("/cgi/gen-upper")
+    token, cookie = assert_redirect(srv, r, "/cgi/gen-upper")
+    assert_inline(srv.get(r.location_target(), cookies=[cookie]),
+                  srv.files["gen"])
 
 
-def test_cgi_pdf_output_declaring_inline_is_still_forced_download(srv):
+def test_cgi_pdf_output_declaring_inline_still_redirects(srv):
     r = srv.get("/cgi/gen-inline")
-    assert_attachment(r, srv.files["gen"])
+    token, cookie = assert_redirect(srv, r, "/cgi/gen-inline")
+    # Without the cookie: a download under the URL's name, not the
+    # script's own x.pdf.
+    r2 = srv.get(r.location_target())
+    assert_attachment(r2, srv.files["gen"])
+    assert_download_name(r2, "/cgi/gen-inline")
 
 
-def test_cgi_pdf_output_with_valid_looking_token_is_forced_download(srv):
+def test_cgi_pdf_output_with_minted_token_and_cookie_is_inline(srv):
     token = ref.mint(srv.secret, "/cgi/gen", lifetime=30)
     r = srv.get("/cgi/gen?pdftoken=" + token, cookies=[ref.cookie_pair(token)])
-    assert_attachment(r, srv.files["gen"])
+    assert_inline(r, srv.files["gen"])
 
 
-def test_cgi_pdf_output_head_is_forced_download(srv):
+def test_cgi_pdf_output_with_token_for_another_path_redirects(srv):
+    token = ref.mint(srv.secret, "/cgi/gen-upper", lifetime=30)
+    r = srv.get("/cgi/gen?pdftoken=" + token, cookies=[ref.cookie_pair(token)])
+    assert_redirect(srv, r, "/cgi/gen")
+
+
+def test_cgi_pdf_output_head_redirects(srv):
     r = srv.head("/cgi/gen")
-    assert_attachment(r, b"")
+    assert_redirect(srv, r, "/cgi/gen")
+
+
+def test_cgi_pdf_output_to_post_is_forced_download(srv):
+    r = srv.request("POST", "/cgi/gen", body=b"a=1")
+    assert_forced_download(r, srv.files["gen"])
+    assert_download_name(r, "/cgi/gen")
 
 
 def test_cgi_html_output_in_protected_scope_is_untouched(srv):
@@ -233,5 +275,14 @@ def test_proxy_back_end_sees_query_without_token(srv):
     assert token.encode() not in r2.body
 
 
-def test_proxy_pdf_from_url_without_pdf_is_forced_download(srv):
-    assert_attachment(srv.get("/px/gen"), srv.files["gen"])
+def test_proxy_pdf_from_url_without_pdf_redirects_then_inline(srv):
+    r = srv.get("/px/gen")
+    token, cookie = assert_redirect(srv, r, "/px/gen", secret=srv.secret)
+    assert_inline(srv.get(r.location_target(), cookies=[cookie]),
+                  srv.files["gen"])
+
+
+def test_proxy_pdf_from_url_without_pdf_without_cookie_is_download(srv):
+    r = srv.get("/px/gen")
+    token, cookie = assert_redirect(srv, r, "/px/gen")
+    assert_attachment(srv.get(r.location_target()), srv.files["gen"])
