@@ -811,6 +811,57 @@ static size_t cookie_name(
     return o;
 }
 
+/*
+ * No pile-up: a hostile page that forces one first view after another
+ * would make the browser hold one more cookie each time, until it evicts
+ * the site's own cookies or the Cookie header outgrows httpd's limit.  At
+ * most MAX_COOKIES of ours may stand for one document (over HTTPS, where
+ * Path=/, for the host): the oldest beyond keep that this request carries
+ * are expired in this response.  Their names are our prefix and eight
+ * base64url characters, so they go back into Set-Cookie as they came.
+ */
+#define MAX_COOKIES 8
+
+static void expire_surplus(request_rec *r, const char *name, const char *path,
+                           size_t keep)
+{
+    const char *header = apr_table_get(r->headers_in, "Cookie");
+    char prefix[HOST_PREFIX_LEN + MAX_NAME_LEN + 2];
+    size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen;
+    int https = is_https(r);
+    const char *epath;
+
+    if (!header) {
+        return;
+    }
+    plen = (size_t)apr_snprintf(prefix, sizeof(prefix), "%s%s_",
+                                https ? HOST_PREFIX : "", name);
+    n = pdftoken_cookie_family(header, strlen(header), prefix, plen, starts,
+                               lens, sizeof(starts) / sizeof(starts[0]));
+    if (n <= keep) {
+        return;
+    }
+    /* Header order is oldest first; a header with more than we recorded
+     * is cut down over the next requests. */
+    n = n - keep < sizeof(starts) / sizeof(starts[0])
+            ? n - keep
+            : sizeof(starts) / sizeof(starts[0]);
+    epath = https ? "/" : pct_encode(r->pool, path, strlen(path), PATH_KEEP);
+    for (i = 0; i < n; i++) {
+        apr_table_addn(
+            r->err_headers_out, "Set-Cookie",
+            apr_pstrcat(
+                r->pool, apr_pstrmemdup(r->pool, header + starts[i], lens[i]),
+                "=; Path=", epath, "; Max-Age=0; HttpOnly; SameSite=Lax",
+                https ? "; Secure" : "", NULL));
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  PDFTOKEN_LOGNO(00015) "%s: %" APR_SIZE_T_FMT
+                                        " of the module's cookies beyond %d: "
+                                        "expired",
+                  r->uri, n, (int)keep);
+}
+
 /* Is there a cookie of q's name whose value is q? */
 static int has_matching_cookie(request_rec *r, const char *name, const char *q,
                                size_t qlen)
@@ -960,6 +1011,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
         "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
         is_https(r) ? "; Secure" : "", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
+    expire_surplus(r, name, path, MAX_COOKIES - 1);
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
@@ -1031,6 +1083,10 @@ static verdict verdict_for(request_rec *r, request_rec *br,
         state = apr_palloc(br->pool, sizeof(*state));
         state->v = judge(r, br, conf, sconf, path);
         ap_set_module_config(br->request_config, &pdftoken_module, state);
+        /* A redirect expires the surplus beside the cookie it sets. */
+        if (state->v != VERDICT_REDIRECT) {
+            expire_surplus(r, conf_name(conf), path, MAX_COOKIES);
+        }
     }
     return state->v;
 }

@@ -950,6 +950,46 @@ int pdftoken_sniff_pdf(const unsigned char *body, size_t len)
     return 1;
 }
 
+size_t pdftoken_cookie_family(const char *header, size_t len,
+                              const char *prefix, size_t prefixlen,
+                              size_t *starts, size_t *lens, size_t max)
+{
+    size_t start = 0, count = 0;
+
+    if (header == NULL) {
+        return 0;
+    }
+    while (start < len) {
+        size_t end = next_byte(header, start, len, ';');
+        size_t ns = start, ne = next_byte(header, start, end, '='), i;
+        int suffix = 1;
+
+        start = end + 1;
+        if (ne == end) {
+            continue;
+        }
+        trim_cookie_space(header, &ns, &ne);
+        if (ne - ns != prefixlen + PDFTOKEN_SUFFIX_LEN
+            || memcmp(header + ns, prefix, prefixlen) != 0) {
+            continue;
+        }
+        for (i = ns + prefixlen; i < ne; i++) {
+            unsigned char c = (unsigned char)header[i];
+            suffix &= (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                      || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        }
+        if (!suffix) {
+            continue;
+        }
+        if (count < max) {
+            starts[count] = ns;
+            lens[count] = ne - ns;
+        }
+        count++;
+    }
+    return count;
+}
+
 /* ---- Range header ------------------------------------------------------- */
 
 /* A run of digits at v[*i..len): its start and length, leading zeros

@@ -220,6 +220,18 @@ int pdftoken_cookie_match(const char *header, size_t len, const char *name,
                           size_t namelen, const char *token, size_t toklen);
 
 /*
+ * The module's own cookies in a Cookie header: pairs whose name is
+ * prefix[0..prefixlen) followed by exactly PDFTOKEN_SUFFIX_LEN base64url
+ * characters (names are compared as the match above splits them).
+ * Returns how many there are; the names of the first max of them, in
+ * header order (for one path, oldest first: RFC 6265 section 5.4), go to
+ * starts[] and lens[] as offsets into header.
+ */
+size_t pdftoken_cookie_family(const char *header, size_t len,
+                              const char *prefix, size_t prefixlen,
+                              size_t *starts, size_t *lens, size_t max);
+
+/*
  * Is value[0..len) a syntactically valid byte-range request (RFC 9110
  * section 14.1.1): "bytes=" (unit case-insensitive) and a comma-separated
  * list of at least one "first-[last]" with last >= first, or "-suffix",

@@ -512,3 +512,44 @@ def test_missing_static_pdf_gets_httpds_404_and_no_token(srv, path):
     assert r.status == 404, r
     assert r.get("Location") is None and r.get_all("Set-Cookie") == [], r
     assert b"%PDF" not in r.body
+
+
+def family(n, start=0):
+    """n well-formed module cookie pairs, oldest first."""
+    return ["pdftoken_%08d=old%d" % (start + i, i) for i in range(n)]
+
+
+def expired_names(r):
+    return [name for name, value, attrs in r.set_cookies()
+            if ("max-age", "0") in attrs]
+
+
+def test_cookie_pile_up_is_cut_on_the_redirect(srv):
+    # SPEC section 4: at most 8 of the module's cookies for one document;
+    # the surplus a request shows is expired in the same response.  With
+    # 12 in the request and one new cookie, the 5 oldest go.
+    jar = family(12) + ["session=keep"]
+    r = srv.get(DOC, cookies=jar)
+    assert r.status == 302, r
+    assert expired_names(r) == ["pdftoken_%08d" % i for i in range(5)], r
+    for name, value, attrs in r.set_cookies():
+        if ("max-age", "0") in attrs:
+            assert value == "" and ("path", DOC) in attrs, r
+    fresh = [c for c in r.set_cookies() if ("max-age", "0") not in c[2]]
+    assert len(fresh) == 1 and fresh[0][1] == r.location_token(), r
+    assert "session" not in [c[0] for c in r.set_cookies()], r
+
+
+def test_cookie_pile_up_is_cut_on_the_inline_answer(srv):
+    r = srv.get(DOC)
+    token, cookie = assert_redirect(srv, r, DOC)
+    r2 = srv.get(r.location_target(), cookies=family(9) + [cookie])
+    assert_inline(r2, srv.files["doc"])
+    # 10 in the request, 8 kept: the two oldest go, never the one in use.
+    assert expired_names(r2) == ["pdftoken_00000000", "pdftoken_00000001"]
+
+
+def test_eight_cookies_are_left_alone(srv):
+    r = srv.get(DOC, cookies=family(7))
+    assert r.status == 302 and expired_names(r) == [], r
+    assert len(r.set_cookies()) == 1, r

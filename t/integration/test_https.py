@@ -73,3 +73,18 @@ def test_https_cookie_without_the_prefix_is_refused(srv):
                           cookies=[plain, ref.cookie_pair(token,
                                                           secure=True)]),
                   srv.files["doc"])
+
+
+def test_https_pile_up_is_cut_for_the_host(srv):
+    # Over HTTPS the cookies are the host's (Path=/): 10 of them and one
+    # new one leaves 8; the expiries are __Host- cookies too, or browsers
+    # would ignore them.
+    jar = ["__Host-pdftoken_%08d=old" % i for i in range(10)]
+    jar += ["pdftoken_99999999=plain"]
+    r = srv.get("/prot/doc.pdf", cookies=jar)
+    assert r.status == 302, r
+    gone = [(n, a) for n, v, a in r.set_cookies() if ("max-age", "0") in a]
+    assert [n for n, _ in gone] == ["__Host-pdftoken_%08d" % i
+                                    for i in range(3)], r
+    for _, attrs in gone:
+        assert ("path", "/") in attrs and ("secure", None) in attrs, attrs

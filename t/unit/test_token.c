@@ -1629,6 +1629,31 @@ END_TEST
 
 #define NELTS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* ---- the module's cookie family ----------------------------------- */
+
+START_TEST(test_cookie_family)
+{
+    static const char header[] =
+        "a=1; pdftoken_AAAAAAAA=x; pdftoken_BBBB=short; "
+        " pdftoken_CCCCCCCC = y ;pdftoken_DD.DDDDD=bad;pdftoken_EEEEEEEE;"
+        "xpdftoken_FFFFFFFF=z; pdftoken_GGGG-_GG=w, pdftoken_HHHHHHHH=v";
+    size_t starts[2], lens[2];
+    char *copy = dup_exact(header, sizeof(header) - 1);
+    size_t n = pdftoken_cookie_family(copy, sizeof(header) - 1, "pdftoken_", 9,
+                                      starts, lens, 2);
+
+    /* A, C, G: B is too short, D has a '.', E has no '=', F another
+     * prefix, and the last pair's name is G's whole "a, b" tail. */
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(lens[0], 17);
+    ck_assert(!memcmp(copy + starts[0], "pdftoken_AAAAAAAA", 17));
+    ck_assert(!memcmp(copy + starts[1], "pdftoken_CCCCCCCC", 17));
+    ck_assert_uint_eq(pdftoken_cookie_family(NULL, 0, "p_", 2, starts, lens, 2),
+                      0);
+    free(copy);
+}
+END_TEST
+
 /* ---- Range ----------------------------------------------------------- */
 
 static const struct {
@@ -1761,6 +1786,8 @@ static Suite *token_suite(void)
     tc = tcase(s, "cookie");
     tcase_add_loop_test(tc, test_cookie_match, 0, NELTS(cookie_cases));
     tcase_add_test(tc, test_cookie_300_pairs);
+
+    tcase_add_test(tc, test_cookie_family);
 
     tc = tcase(s, "range");
     tcase_add_loop_test(tc, test_range_valid, 0, NELTS(range_cases));
