@@ -9,6 +9,8 @@
  * none the name is too.  A seed is therefore readable.
  *
  * Invariants (abort() on violation):
+ *   - pdftoken_cookie_family() with NAME as the prefix counts what an
+ *     independent walk counts, and records names that start with it;
  *   - the verdict on the header equals that of an independent reference
  *     walk written from the contract in token.h;
  *   - when NAME is a non-empty RFC 6265 token and TOKEN a run of
@@ -84,6 +86,43 @@ static int ref_match(const unsigned char *h, size_t len,
         a = b + 1;
     }
     return found;
+}
+
+/* Reference for pdftoken_cookie_family(): split on ';', keep pairs with
+ * '=' whose trimmed name is prefix and eight base64url characters. */
+static size_t ref_family(const unsigned char *h, size_t len,
+                         const unsigned char *prefix, size_t plen)
+{
+    size_t a = 0, b, eq, ns, ne, i, n = 0;
+
+    while (a < len) {
+        int ok;
+
+        b = a;
+        while (b < len && h[b] != ';') {
+            b++;
+        }
+        eq = a;
+        while (eq < b && h[eq] != '=') {
+            eq++;
+        }
+        ns = a;
+        ne = eq;
+        while (ns < ne && is_sp(h[ns])) {
+            ns++;
+        }
+        while (ne > ns && is_sp(h[ne - 1])) {
+            ne--;
+        }
+        ok = eq < b && ne - ns == plen + 8 && memcmp(h + ns, prefix, plen) == 0;
+        for (i = ns + plen; ok && i < ne; i++) {
+            ok = (h[i] >= 'A' && h[i] <= 'Z') || (h[i] >= 'a' && h[i] <= 'z')
+                 || (h[i] >= '0' && h[i] <= '9') || h[i] == '-' || h[i] == '_';
+        }
+        n += ok;
+        a = b + 1;
+    }
+    return n;
 }
 
 /* RFC 6265 cookie-name: an RFC 2616 token, no CTLs and no separators. */
@@ -277,6 +316,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      (const unsigned char *)name, namelen,
                      (const unsigned char *)tok, toklen)) {
         abort();
+    }
+
+    /* The cookie family with NAME as the prefix: the reference's count,
+     * and every recorded name really starts with the prefix. */
+    {
+        size_t starts[4], lens[4], k, n;
+
+        n = pdftoken_cookie_family(hdr, hdrlen, name, namelen, starts, lens, 4);
+        if (n
+            != ref_family((const unsigned char *)hdr, hdrlen,
+                          (const unsigned char *)name, namelen)) {
+            abort();
+        }
+        for (k = 0; k < n && k < 4; k++) {
+            if (lens[k] != namelen + PDFTOKEN_SUFFIX_LEN
+                || starts[k] + lens[k] > hdrlen
+                || memcmp(hdr + starts[k], name, namelen) != 0) {
+                abort();
+            }
+        }
     }
 
     valid = namelen > 0;
