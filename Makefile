@@ -200,7 +200,7 @@ soak: $(MODULE)
 	@sh t/deps.sh integration bench
 	$(PYTHON) t/soak/soak.py --control --module $(CURDIR)/$(MODULE)
 
-.PHONY: browser browser-deps
+.PHONY: browser browser-deps browser-record
 
 browser-deps:
 	@sh t/deps.sh build integration browser
@@ -214,9 +214,14 @@ $(BROWSER_NODE): t/browser/package.json t/browser/package-lock.json
 
 # Both attacks and every visitor's path in Debian's Chromium (CDP) and
 # Firefox ESR (WebDriver BiDi), driven by puppeteer-core: t/browser/run.py.
-# About 2 minutes.
+# Includes the render matrix (t/browser/render-matrix.tsv): fails when an
+# engine renders a cell differently from the recording.  About 5 minutes.
 browser: browser-deps $(MODULE) $(BROWSER_NODE)
 	$(PYTHON) t/browser/run.py
+
+# Record what each engine renders anew (review the diff before committing).
+browser-record: browser-deps $(MODULE) $(BROWSER_NODE)
+	$(PYTHON) t/browser/run.py --record-matrix
 
 test: deps unit integration hostile deploy-test browser
 

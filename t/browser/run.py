@@ -30,7 +30,21 @@ text/html) once per row of t/browser/fragments.json, the sanitiser's rules
 as a table, and compares the fragment the probe ends with to the row's
 expected value; f2-f5 open real PDFs through the fragment page (kept
 #page=3 shown by the viewer, hostile fragments dropped, JavaScript off);
-f6 is the same visit as f2 in the default scope.  The run prints a table
+f6 is the same visit as f2 in the default scope.
+
+m1 and m2 are the render matrix (t/browser/matrix.py): some 280 responses
+(status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
+a mod_asis file so that httpd sends exactly its headers (checked before the
+browsers start).  m1 navigates to each from a scope without the module and
+records pdf / download / page / error; the outcome of every cell must equal
+the checked-in recording, t/browser/render-matrix.tsv (a browser update
+that renders a new cell fails here).  m2 navigates to the same cells in a
+protected scope with #FDF=javascript:alert(1) appended: a cell may end in
+the PDF viewer only on the tokenized URL with an empty fragment after a 302
+and a pass with the matching cookie (the token step), and every cell that
+any engine renders as a PDF (recording or this run) must end either
+through the token step or as a download (for an error status: the forced
+download, which both engines refuse with an error).  The run prints a table
 (case x browser -> outcome), the browser versions and a closing
 `N passed, N failed` line, and exits non-zero on any failure.  Nothing is
 skipped: a missing browser or puppeteer-core is a failure (`make browser`
@@ -40,6 +54,11 @@ installs them).
     PDFTOKEN_BROWSER_SHOTS=DIR save every screenshot taken into DIR
     --browser NAME             run one browser only (for debugging)
     --case ID                  run only this case, repeatable (debugging)
+    --record-matrix            run m1 and m2 only, in both browsers, and
+                               write t/browser/render-matrix.tsv from m1
+    --matrix-tabs N            tabs the matrix uses at once (default 4)
+    --matrix-cell ID           run only this matrix cell, repeatable
+                               (debugging)
 """
 
 import argparse
@@ -61,13 +80,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import harness  # noqa: E402
+import matrix  # noqa: E402
 import pdftoken_ref  # noqa: E402
 
 BROWSERS = {
     "chromium": "/usr/bin/chromium",
     "firefox": "/usr/lib/firefox-esr/firefox-esr",
 }
-NODE_TIMEOUT = 240  # seconds for one browser's whole run
+NODE_TIMEOUT = 600  # seconds for one browser's whole run
+MATRIX_TABS = 4
+MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix
 
 # Case id -> title, in the order of the summary table.
 CASES = [
@@ -88,6 +110,8 @@ CASES = [
     ("f4", "safe: link to doc.pdf#FDF=javascript:..."),
     ("f5", "safe, JavaScript off: inline, empty fragment"),
     ("f6", "default (strip) scope: doc.pdf#page=3 -> 302, p.1"),
+    ("m1", "render matrix recorded = checked in"),
+    ("m2", "protected matrix: nothing renders without the token step"),
     ("net", "no request left loopback"),
 ]
 
@@ -285,7 +309,7 @@ def load_fragments():
     return out
 
 
-def httpd_config(browsers):
+def httpd_config(browsers, cells):
     lines = [LOG_FORMAT,
              '<Directory "@DOCROOT@">',
              "    PdfTokenProtect On",
@@ -315,6 +339,7 @@ def httpd_config(browsers):
             if case == "f1":
                 lines.append("    PdfTokenTypes application/pdf text/html")
             lines.append("</Directory>")
+        lines.append(matrix.httpd_config(b, cells))
     return "\n".join(lines) + "\n"
 
 
@@ -542,6 +567,189 @@ def print_table(browsers, cases, table, versions):
         log("%s: %s" % (b, versions.get(b, "unknown")))
 
 
+# --------------------------------------------------------- render matrix
+
+def _observed(table, case, b):
+    """{cell id: observation} of case m1 or m2 in browser b."""
+    r = table.get((case, b))
+    return {c["id"]: c for c in (r or {}).get("cells") or [] if c}
+
+
+def _show(obs):
+    """An observation for a message: outcome, URL, access log."""
+    out = obs.get("outcome") or "no outcome"
+    if obs.get("href"):
+        out += " at %s" % obs["href"].split("://", 1)[-1].split("/", 1)[-1]
+    if obs.get("seq") is not None:
+        out += ", log [%s]" % ", ".join(obs["seq"])
+    if obs.get("notes"):
+        out += " (%s)" % "; ".join(obs["notes"])
+    return out
+
+
+def judge_matrix(browsers, cells, recording, table, partial=False):
+    """Verdicts of m1 and m2, added to their results in `table`.
+
+    m1: each cell's outcome equals the recording (in a recording run: each
+    cell has one).  m2: a PDF only through the token step, and every cell
+    that renders as a PDF anywhere unprotected goes through it or
+    downloads.
+    """
+    drift = []
+    if recording is not None:
+        now = {c["id"]: matrix.key(c) for c in matrix.cells()}
+        was = {c["id"]: matrix.key(c) for c in recording}
+        ids = set(was) if partial else set(now) | set(was)
+        drift = sorted(i for i in ids if now.get(i) != was.get(i))
+    pdf_anywhere = set()
+    for c in recording or []:
+        if "pdf" in c["outcomes"].values():
+            pdf_anywhere.add(c["id"])
+    for b in browsers:
+        pdf_anywhere |= {i for i, o in _observed(table, "m1", b).items()
+                         if o.get("outcome") == "pdf"}
+    for b in browsers:
+        r = table.get(("m1", b))
+        if r is not None:
+            if drift:
+                r["failures"].append(
+                    "t/browser/matrix.py defines other cells than %s "
+                    "(%s): record again with --record-matrix"
+                    % (matrix.TSV.name, ", ".join(drift[:10])
+                       + (", ..." if len(drift) > 10 else "")))
+            seen = _observed(table, "m1", b)
+            for c in recording or []:
+                o = seen.get(c["id"], {})
+                want, now = c["outcomes"][b], o.get("outcome")
+                if now != want:
+                    r["failures"].append(
+                        "%s (%s): recorded %s, now %s"
+                        % (c["id"], matrix.describe(c), want, _show(o)))
+            for c in cells:
+                for n in seen.get(c["id"], {}).get("notes", []):
+                    if n.startswith("ALSO"):
+                        r["failures"].append("%s: ambiguous: %s"
+                                             % (c["id"], n))
+            differ = len([f for f in r["failures"] if "recorded" in f])
+            r["outcome"] = ("%d of %d differ from the recording; "
+                            % (differ, len(cells)) if differ else
+                            "= recording; " if recording else "recorded; ") \
+                + r["outcome"]
+            r["ok"] = not r["failures"]
+        r = table.get(("m2", b))
+        if r is None:
+            continue
+        seen = _observed(table, "m2", b)
+        token_pdf = token_page = refused_dl = 0
+        for c in cells:
+            o = seen.get(c["id"])
+            if not o or not o.get("outcome"):
+                continue  # already a failure of cases.mjs
+            what = "%s (%s)" % (c["id"], matrix.describe(c))
+            step = o.get("tokenStep")
+            if o["outcome"] == "pdf":
+                if not step:
+                    frag = o.get("fragment")
+                    r["failures"].append(
+                        "%s: PDF viewer without the token step%s: %s"
+                        % (what, " and with the attacker's fragment"
+                           if frag and "FDF" in frag else "", _show(o)))
+                else:
+                    token_pdf += 1
+            elif o["outcome"] == "page" and step:
+                token_page += 1
+            # Neither engine downloads a response with an error status:
+            # Chromium shows its error page, Firefox drops the navigation
+            # (both "error").  After the module's forced download (logged
+            # as a fallback, 4xx/5xx) that is what a download looks like.
+            refused = o["outcome"] == "error" and any(
+                x.endswith(":fallback") and x[0] in "45"
+                for x in o.get("seq") or [])
+            if refused:
+                refused_dl += 1
+            if c["id"] in pdf_anywhere and o["outcome"] != "download" \
+                    and not step and not refused:
+                unprot = ", ".join(
+                    "%s %s" % (e, _observed(table, "m1", e).get(
+                        c["id"], {}).get("outcome")
+                        or (c.get("outcomes") or {}).get(e, "?"))
+                    for e in matrix.ENGINES)
+                r["failures"].append(
+                    "%s: a PDF unprotected (%s), protected neither the "
+                    "token step nor a download: %s" % (what, unprot,
+                                                       _show(o)))
+            for n in o.get("notes", []):
+                if n.startswith("ALSO"):
+                    r["failures"].append("%s: ambiguous: %s" % (what, n))
+        r["outcome"] = ("token step: %d pdf, %d page; %d forced downloads "
+                        "refused; %s" % (token_pdf, token_page, refused_dl,
+                                         r["outcome"]))
+        r["ok"] = not r["failures"]
+
+
+def print_matrix_summary(browsers, cells, table):
+    """Counts per engine, and which plain responses render as a PDF."""
+    if not any(table.get(("m1", b)) for b in browsers):
+        return
+    log("")
+    log("render matrix (%d cells)" % len(cells))
+    for b in browsers:
+        for case in ("m1", "m2"):
+            seen = _observed(table, case, b)
+            if not seen:
+                continue
+            counts = {}
+            for o in seen.values():
+                k = o.get("outcome") or "none"
+                counts[k] = counts.get(k, 0) + 1
+            log("  %s %s: %s" % (b, case, ", ".join(
+                "%s %d" % (k, counts[k]) for k in
+                ("pdf", "download", "page", "error", "none") if k in counts)))
+        seen = _observed(table, "m1", b)
+        plain = [c for c in cells if c["status"] == 200
+                 and c["disposition"] is None and not c["url_pdf"]
+                 and c["body"] == "pdf" and not c["nosniff"]]
+        types = [c["content_type"] for c in plain
+                 if seen.get(c["id"], {}).get("outcome") == "pdf"]
+        log("  %s renders as a PDF (200, body %%PDF-, no disposition): %s"
+            % (b, ", ".join("(absent)" if t is None else "(empty)"
+                            if t == "" else repr(t) for t in types)))
+
+
+def record_matrix(browsers, cells, table, versions):
+    """Write render-matrix.tsv from m1; returns problems (then no file)."""
+    problems = ["%s/m1 failed" % b for b in browsers
+                if not (table.get(("m1", b)) or {}).get("ok")]
+    if sorted(browsers) != sorted(matrix.ENGINES):
+        problems.append("recording needs every engine: %s"
+                        % ", ".join(matrix.ENGINES))
+    rows = []
+    for c in cells:
+        row = dict(c, outcomes={})
+        for b in matrix.ENGINES:
+            o = _observed(table, "m1", b).get(c["id"], {}).get("outcome")
+            if o not in matrix.OUTCOMES:
+                problems.append("%s/%s: no outcome to record" % (c["id"], b))
+            row["outcomes"][b] = o
+        rows.append(row)
+    if problems:
+        log("render matrix NOT written")
+        return problems
+    # Cells where the viewer took the response but showed no document in
+    # 8 s (an HTML body aside): not an outcome, worth knowing.
+    notes = []
+    for b in matrix.ENGINES:
+        blank = [c["id"] for c in cells if c["body"] != "html"
+                 and "viewer showed no document" in
+                 _observed(table, "m1", b).get(c["id"], {}).get("notes", [])]
+        if blank:
+            notes.append("%s: pdf, but the viewer showed no document in 8 s:"
+                         " %s" % (b, " ".join(blank)))
+    matrix.write(rows, versions, notes)
+    log("render matrix written: %s" % matrix.TSV)
+    return []
+
+
 NETNS_ENV = "PDFTOKEN_BROWSER_NETNS"
 
 
@@ -578,7 +786,17 @@ def main():
     ap.add_argument("--browser", choices=sorted(BROWSERS), action="append")
     ap.add_argument("--case", choices=[c for c, _ in CASES if c != "net"],
                     action="append", help="run only this case (debugging)")
+    ap.add_argument("--record-matrix", action="store_true",
+                    help="run m1 and m2 in both browsers and write %s"
+                    % matrix.TSV.name)
+    ap.add_argument("--matrix-tabs", type=int, default=MATRIX_TABS)
+    ap.add_argument("--matrix-cell", action="append",
+                    help="run only this matrix cell (debugging)")
     args = ap.parse_args()
+    if args.record_matrix:
+        if args.browser or args.case or args.matrix_cell:
+            ap.error("--record-matrix runs m1 and m2 in every browser")
+        args.case = ["m1", "m2"]
     browsers = args.browser or list(BROWSERS)
     cases = [c for c in CASES if not args.case or c[0] in args.case
              or c[0] == "net"]
@@ -592,6 +810,19 @@ def main():
     isolated = enter_private_network()
     started = time.time()
     failures = []
+    # The cells: the recording's, so that the run measures what it
+    # compares with; a recording run measures the current definition.
+    cells = matrix.cells()
+    recording = None
+    if not args.record_matrix:
+        try:
+            _, recording = matrix.read()
+        except (OSError, ValueError) as e:
+            raise SystemExit("%s (record it with --record-matrix)" % e)
+        cells = recording
+    if args.matrix_cell:
+        cells = [c for c in cells if c["id"] in args.matrix_cell]
+        recording = [c for c in recording if c["id"] in args.matrix_cell]
     table = {}
     versions = {}
     workdir = harness.make_workdir()
@@ -604,14 +835,20 @@ def main():
                 "missing: %s (run `make browser`, which installs Debian's "
                 "chromium and firefox-esr and runs `npm ci --prefix "
                 "t/browser`)" % ", ".join(map(str, missing)))
-        httpd = harness.Httpd(workdir / "httpd")
+        httpd = harness.Httpd(workdir / "httpd", modules=("asis",))
         attacker = AttackerSite()
         sink = ProxySink()
-        httpd.configure(httpd_config(browsers))
+        httpd.configure(httpd_config(browsers, cells))
         config = {}
+        matrix_sites = {}
         for b in browsers:
             config[b] = build_site(httpd, attacker, b)
+            matrix_sites[b] = matrix.write_site(httpd, b, cells)
         httpd.start()
+        if any(c in ("m1", "m2") for c, _ in cases):
+            for b in browsers:
+                for p in matrix.check_served(httpd, b, cells, httpd.get):
+                    failures.append("matrix cell served wrong: " + p)
         attacker.start()
         sink.start()
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
@@ -629,6 +866,11 @@ def main():
                 "shots": os.environ.get("PDFTOKEN_BROWSER_SHOTS") or None,
                 "cases": config[b],
                 "only": args.case or None,
+                # parse: a recording also notes whether the viewer showed
+                # the document (seconds per cell, so not in every run)
+                "matrix": dict(matrix_sites[b], workers=args.matrix_tabs,
+                               caseTimeout=MATRIX_CASE_TIMEOUT * 1000,
+                               parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)
             path = workdir / ("config-%s.json" % b)
@@ -681,7 +923,12 @@ def main():
                 failures.append("httpd error log: " + p)
         harness.remove_workdir(workdir)
 
+    judge_matrix(browsers, cells, recording, table,
+                 partial=bool(args.matrix_cell))
     print_table(browsers, cases, table, versions)
+    print_matrix_summary(browsers, cells, table)
+    if args.record_matrix:
+        failures += record_matrix(browsers, cells, table, versions)
     passed = failed = 0
     case_failures = []
     for cid, _ in cases:

@@ -1,0 +1,356 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The render matrix: which responses each browser engine renders as a PDF.
+
+A cell is one response: status, Content-Type, Content-Disposition,
+X-Content-Type-Options, body, and whether the URL path ends in `.pdf`.
+run.py serves every cell twice through mod_asis, so that each header byte
+is the cell's own: from an unprotected directory (m1: what does the engine
+do with it?) and from a protected one (m2: does anything render as a PDF
+without the token step?).
+
+The recording, t/browser/render-matrix.tsv, is data that other tests read
+(t/unit parses it), so its format is fixed:
+
+    # comment lines start with '#'
+    id<TAB>status<TAB>content_type<TAB>disposition<TAB>nosniff<TAB>body<TAB>
+        url_pdf<TAB>chromium<TAB>firefox
+
+`(absent)` is a header that is not sent, `(empty)` one sent with an empty
+value; nosniff and url_pdf are 0/1; body is pdf, pdf-ws (the same PDF after
+one "\\n") or html; the engine columns are pdf, download, page or error.
+
+`cells()` below is the matrix's definition; a normal run serves the cells
+of the recording and fails when the definition no longer matches it, so a
+change here goes with `run.py --record-matrix`.
+"""
+
+import re
+from pathlib import Path
+
+from samplepdf import make_pdf
+
+HERE = Path(__file__).resolve().parent
+TSV = HERE / "render-matrix.tsv"
+
+COLUMNS = ["id", "status", "content_type", "disposition", "nosniff", "body",
+           "url_pdf", "chromium", "firefox"]
+ENGINES = ["chromium", "firefox"]
+OUTCOMES = ("pdf", "download", "page", "error")
+BODIES = ("pdf", "pdf-ws", "html")
+ABSENT = "(absent)"
+EMPTY = "(empty)"
+REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}
+
+# The attacker's fragment of the protected run (m2): what the 2007 plug-in
+# would have run.
+ATTACK = "#FDF=javascript:alert(1)"
+
+# Every Content-Type of the matrix: the PDF types engines and servers use,
+# the octet-stream family that Firefox may hand to pdf.js, values that
+# Fetch reads as "no valid type" (so engines sniff the body), and comma
+# lists, where Fetch's "extract a MIME type" takes the last valid type.
+# None is a response without the header, "" one with an empty value.
+PDF_TYPES = ["application/pdf", "APPLICATION/PDF",
+             "application/pdf; charset=x", "text/pdf", "application/x-pdf",
+             "text/x-pdf", "application/acrobat", "applications/vnd.pdf",
+             "application/vnd.pdf", "application/x-bzpdf",
+             "application/x-gzpdf"]
+OCTET_TYPES = ["application/octet-stream", "binary/octet-stream",
+               "application/x-download", "application/force-download",
+               "application/download", "application/unknown"]
+NO_TYPES = [None, "", "unknown/unknown", "*/*"]
+MALFORMED = ["pdf", "application/", "/pdf", "application/pdf;;"]
+TEXT_TYPES = ["text/plain", "text/html"]
+LISTS = ["application/pdf,", "text/html, application/pdf",
+         "application/pdf, text/html", "application/pdf, */*",
+         "text/plain, application/pdf"]
+ALL_TYPES = (NO_TYPES[:2] + PDF_TYPES + OCTET_TYPES + NO_TYPES[2:]
+             + TEXT_TYPES + MALFORMED + LISTS)
+
+DISPOSITIONS = [None, "inline; filename=x.pdf", 'inline; filename="x.PDF"',
+                "inline; filename*=UTF-8''x%2Epdf",
+                "attachment; filename=x.pdf", "inline; filename=x.txt",
+                "inline", "foo; filename=x.pdf"]
+
+
+def _cell(status=200, ctype=None, disp=None, nosniff=False, body="pdf",
+          url_pdf=False):
+    return {"status": status, "content_type": ctype, "disposition": disp,
+            "nosniff": nosniff, "body": body, "url_pdf": url_pdf}
+
+
+def cells():
+    """The matrix, in id order: a chosen slice of the cross product."""
+    out = []
+    # Every type with a PDF and an HTML body, with and without nosniff:
+    # what the type alone does, and what sniffing adds.
+    for ctype in ALL_TYPES:
+        for body in ("pdf", "html"):
+            for nosniff in (False, True):
+                out.append(_cell(ctype=ctype, body=body, nosniff=nosniff))
+    # The PDF after a newline: Chromium's sniffer looks for %PDF- at byte
+    # 0 only, PDF parsers anywhere in the first KiB.
+    for ctype in ALL_TYPES:
+        out.append(_cell(ctype=ctype, body="pdf-ws"))
+    for ctype in NO_TYPES + ["application/octet-stream", "application/pdf",
+                             "text/pdf", "text/plain"]:
+        out.append(_cell(ctype=ctype, body="pdf-ws", nosniff=True))
+    # Types that say "some file": the disposition's filename and the URL's
+    # extension are what an engine has left to go on.
+    for ctype in OCTET_TYPES + NO_TYPES:
+        for disp in DISPOSITIONS[1:]:
+            out.append(_cell(ctype=ctype, disp=disp))
+        out.append(_cell(ctype=ctype, url_pdf=True))
+    for ctype in (None, "application/octet-stream"):
+        out.append(_cell(ctype=ctype, disp="inline", url_pdf=True))
+        out.append(_cell(ctype=ctype, disp="inline; filename=x.txt",
+                         url_pdf=True))
+        out.append(_cell(ctype=ctype, disp="inline; filename=x.pdf",
+                         nosniff=True))
+        out.append(_cell(ctype=ctype, disp="inline; filename=x.pdf",
+                         body="html"))
+    # A PDF type with a disposition that is not a plain inline.
+    for ctype in ("application/pdf", "text/pdf"):
+        for disp in ("attachment; filename=x.pdf", "inline; filename=x.txt",
+                     "foo; filename=x.pdf", "inline"):
+            out.append(_cell(ctype=ctype, disp=disp))
+    # Error statuses, for responses that render with 200.
+    for status in (404, 500):
+        for ctype, disp in (("application/pdf", None), ("text/pdf", None),
+                            ("application/x-pdf", None), (None, None),
+                            ("application/octet-stream",
+                             "inline; filename=x.pdf")):
+            out.append(_cell(status, ctype, disp))
+    out += [_cell(404, "application/pdf", body="html"),
+            _cell(404, None, url_pdf=True),
+            _cell(404, None, nosniff=True),
+            _cell(404, "text/pdf", nosniff=True)]
+    # The module's own forced download (SPEC R3), as engines take it.
+    for status in (200, 404, 500):
+        out.append(_cell(status, "application/octet-stream",
+                         'attachment; filename="c.pdf"', nosniff=True))
+    for i, c in enumerate(out, start=1):
+        c["id"] = "c%03d" % i
+    return out
+
+
+# ------------------------------------------------------------- the file
+
+def _field(value):
+    if value is None:
+        return ABSENT
+    if value == "":
+        return EMPTY
+    if "\t" in value or "\n" in value or value in (ABSENT, EMPTY):
+        raise ValueError("cannot write %r in the matrix" % value)
+    return value
+
+
+def _value(field):
+    return None if field == ABSENT else "" if field == EMPTY else field
+
+
+def key(cell):
+    """What a cell is, without its id and recorded outcomes."""
+    return (cell["status"], cell["content_type"], cell["disposition"],
+            cell["nosniff"], cell["body"], cell["url_pdf"])
+
+
+def describe(cell):
+    """One line for messages: status, headers, body, URL."""
+    parts = [str(cell["status"])]
+    ct = cell["content_type"]
+    parts.append("no Content-Type" if ct is None
+                 else "Content-Type: (empty)" if ct == ""
+                 else "Content-Type: %s" % ct)
+    if cell["disposition"] is not None:
+        parts.append("Content-Disposition: %s" % cell["disposition"])
+    if cell["nosniff"]:
+        parts.append("nosniff")
+    parts.append("body %s" % cell["body"])
+    if cell["url_pdf"]:
+        parts.append("URL ends in .pdf")
+    return ", ".join(parts)
+
+
+def read(path=TSV):
+    """(comment lines, cells with an `outcomes` dict per engine)."""
+    comments, rows, header = [], [], None
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if line.startswith("#"):
+            comments.append(line)
+            continue
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if header is None:
+            header = fields
+            if header != COLUMNS:
+                raise ValueError("%s:%d: header row %r, expected %r"
+                                 % (path, n, header, COLUMNS))
+            continue
+        if len(fields) != len(COLUMNS):
+            raise ValueError("%s:%d: %d fields" % (path, n, len(fields)))
+        f = dict(zip(COLUMNS, fields))
+        bad = [c for c in ("nosniff", "url_pdf") if f[c] not in ("0", "1")]
+        bad += [e for e in ENGINES if f[e] not in OUTCOMES]
+        if bad or f["body"] not in BODIES or not f["status"].isdigit() \
+                or not re.match(r"^c\d{3}$", f["id"]):
+            raise ValueError("%s:%d: bad row %r" % (path, n, line))
+        rows.append({"id": f["id"], "status": int(f["status"]),
+                     "content_type": _value(f["content_type"]),
+                     "disposition": _value(f["disposition"]),
+                     "nosniff": f["nosniff"] == "1", "body": f["body"],
+                     "url_pdf": f["url_pdf"] == "1",
+                     "outcomes": {e: f[e] for e in ENGINES}})
+    if header is None:
+        raise ValueError("%s: no header row" % path)
+    return comments, rows
+
+
+def write(rows, versions, notes=(), path=TSV):
+    """Write the recording; `rows` carry an `outcomes` dict per engine;
+    `notes` are more comment lines (without the '# ')."""
+    lines = [
+        "# mod_pdftoken render matrix: what each engine does with a "
+        "top-level navigation",
+        "# to each cell, served from a scope without the module "
+        "(t/browser/matrix.py).",
+        "# Recorded by: python3 t/browser/run.py --record-matrix",
+        "# Browsers: " + "; ".join("%s %s" % (e, versions.get(e, "unknown"))
+                                   for e in ENGINES),
+        "# (absent) = header not sent, (empty) = sent with an empty value; "
+        "body pdf-ws = \"\\n\" + pdf.",
+    ] + ["# " + n for n in notes] + ["\t".join(COLUMNS)]
+    for c in rows:
+        lines.append("\t".join([
+            c["id"], str(c["status"]), _field(c["content_type"]),
+            _field(c["disposition"]), "1" if c["nosniff"] else "0",
+            c["body"], "1" if c["url_pdf"] else "0"]
+            + [c["outcomes"][e] for e in ENGINES]))
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+
+
+# -------------------------------------------------------------- serving
+
+def label(browser, scope, cell):
+    """Text in the body (the PDF's /Title and page, the HTML's <title>)
+    that names the cell: the viewer shows it, a download carries it."""
+    return "pdftoken-matrix %s %s %s" % (browser, scope, cell["id"])
+
+
+def body(browser, scope, cell):
+    text = label(browser, scope, cell)
+    if cell["body"] == "html":
+        return ("<!doctype html>\n<meta charset=\"utf-8\"><title>%s</title>\n"
+                "<h1>%s</h1>\n<p>An HTML body.</p>\n"
+                % (text, text)).encode("ascii")
+    pdf = make_pdf(text, pages=1, padding=256)
+    return b"\n" + pdf if cell["body"] == "pdf-ws" else pdf
+
+
+def _tolower_type(ctype):
+    """httpd's ap_content_type_tolower: the type, up to ';', lower-cased
+    (what mod_asis makes of a Content-Type line)."""
+    head, sep, rest = ctype.partition(";")
+    return head.lower() + sep + rest
+
+
+def asis(browser, scope, cell):
+    """The cell as a mod_asis file: status, header lines, blank, body."""
+    head = ["Status: %d %s" % (cell["status"], REASONS[cell["status"]])]
+    ct = cell["content_type"]
+    if ct:
+        head.append("Content-Type: " + ct)
+    if cell["disposition"] is not None:
+        head.append("Content-Disposition: " + cell["disposition"])
+    if cell["nosniff"]:
+        head.append("X-Content-Type-Options: nosniff")
+    return ("\n".join(head) + "\n\n").encode("latin-1") \
+        + body(browser, scope, cell)
+
+
+def name(cell):
+    """The file name: no extension, so mod_mime never types it."""
+    return cell["id"]
+
+
+def path(browser, scope, cell):
+    """The URL path; `.../x.pdf` cells reach the same file by PATH_INFO."""
+    p = "/%s/%s/%s" % (browser, scope, name(cell))
+    return p + "/x.pdf" if cell["url_pdf"] else p
+
+
+def header_fixes(cell):
+    """mod_headers lines for what mod_asis cannot send byte for byte: it
+    drops an empty Content-Type and lower-cases the type.  mod_headers
+    runs before the module's output filter, which so sees what is sent."""
+    ct = cell["content_type"]
+    if ct == "":
+        return ['Header set Content-Type ""']
+    if ct and _tolower_type(ct) != ct:
+        return ['Header edit Content-Type "^%s$" "%s"'
+                % (re.escape(_tolower_type(ct)), ct)]
+    return []
+
+
+def httpd_config(browser, matrix):
+    """<Directory> blocks for browser's two copies of the matrix: m1
+    without the module, m2 protected with every default."""
+    lines = []
+    for scope, protect in (("m1", "Off"), ("m2", None)):
+        lines += ['<Directory "@DOCROOT@/%s/%s">' % (browser, scope),
+                  "    SetHandler send-as-is",
+                  "    AcceptPathInfo On"]
+        if protect:
+            lines.append("    PdfTokenProtect %s" % protect)
+        for c in matrix:
+            fixes = header_fixes(c)
+            if fixes:
+                lines.append('    <Files "%s">' % name(c))
+                lines += ["        " + f for f in fixes]
+                lines.append("    </Files>")
+        lines.append("</Directory>")
+    return "\n".join(lines) + "\n"
+
+
+def write_site(httpd, browser, matrix):
+    """Write both scopes' files; return cases.mjs's cell list per scope."""
+    out = {}
+    for scope in ("m1", "m2"):
+        out[scope] = []
+        for c in matrix:
+            httpd.write("%s/%s/%s" % (browser, scope, name(c)),
+                        asis(browser, scope, c))
+            out[scope].append({
+                "id": c["id"], "path": path(browser, scope, c),
+                "url": httpd.url(path(browser, scope, c))
+                + (ATTACK if scope == "m2" else ""),
+                "label": label(browser, scope, c), "body": c["body"]})
+    return out
+
+
+def check_served(httpd, browser, matrix, request):
+    """What httpd sends for each m1 cell is exactly the cell: status,
+    Content-Type (absent, empty, the exact value), Content-Disposition,
+    nosniff and body.  `request(target)` returns a harness Response."""
+    problems = []
+    for c in matrix:
+        r = request(path(browser, "m1", c))
+        want = {"Content-Type": c["content_type"],
+                "Content-Disposition": c["disposition"],
+                "X-Content-Type-Options": "nosniff" if c["nosniff"]
+                else None}
+        got = {h: (r.get_all(h) or [None]) for h in want}
+        bad = []
+        if r.status != c["status"]:
+            bad.append("status %d" % r.status)
+        for h, v in want.items():
+            if got[h] != [v]:
+                bad.append("%s %r, expected %r" % (h, got[h], v))
+        if r.body != body(browser, "m1", c):
+            bad.append("a different body (%d bytes)" % len(r.body))
+        if bad:
+            problems.append("%s %s (%s): %s" % (browser, c["id"], describe(c),
+                                               "; ".join(bad)))
+    return problems
