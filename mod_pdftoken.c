@@ -626,13 +626,11 @@ static void add_watch(request_rec *r, watch_mode mode)
     ctx->self_sniff = 0;
     ctx->headlen = 0;
     ctx->held = NULL;
-    /* The sniff filter only for what has no valid type yet: a static
-     * file that mod_mime typed keeps its type (and if a later filter
-     * drops it, the watch filter reads the bytes itself). */
-    if (mode == WATCH_UNJUDGED
-        && classify_response(
-               r, ap_get_module_config(r->per_dir_config, &pdftoken_module))
-               == PDFTOKEN_PDF_IF_BODY) {
+    /* The sniff filter only for what may lack a valid type: no type yet,
+     * or a handler that names its own.  A static file that mod_mime typed
+     * keeps its type (and should a later filter drop it, the watch filter
+     * reads the bytes itself). */
+    if (mode == WATCH_UNJUDGED && (!r->content_type || r->handler)) {
         ap_add_output_filter_handle(sniff_filter_handle, ctx, r, r->connection);
     }
     else {
