@@ -232,6 +232,7 @@ format:
 	clang-format -i token.c token.h mod_pdftoken.c t/*/*.c
 
 lint:
+	@sh t/deps.sh lint
 	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c t/*/*.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --inline-suppr --suppress=varFuncNullUB \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages that a group of make targets needs.
 # Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench
-#                              browser deb)
+#                              browser deb lint)
 # As root, missing packages are installed with apt-get; otherwise the exact
 # command is printed and the script fails, so nothing half-runs.
 set -eu
@@ -11,6 +11,7 @@ pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
 pkgs_integration="apache2 python3 python3-pytest curl openssl php8.2-fpm"
 pkgs_bench="wrk valgrind"
+pkgs_lint="clang-format cppcheck"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
 # dh_apache2 (in apache2-dev, from the build group).
 pkgs_deb="debhelper dpkg-dev fakeroot build-essential"
