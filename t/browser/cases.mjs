@@ -568,6 +568,24 @@ async function caseLinkClick(ctx) {
   });
 }
 
+// d1-d3: a PDF made by PHP-FPM, a proxied application, a CGI script, at
+// a URL without .pdf (judged after the handler): a cross-site link with the
+// attacker's fragment, like c1, must end inline after one 302.  run.py
+// checks afterwards what query each back end received.
+async function caseDynamic(ctx) {
+  for (const id of ['d1', 'd2', 'd3']) {
+    await runCase(id, async (r) => {
+      const c = cfg.cases[id];
+      const page = await newPage(ctx, r);
+      await page.goto(c.attacker, { waitUntil: 'load', timeout: 15000 });
+      await page.click('#go');
+      const { view } = await expectInline(r, ctx, page, c);
+      r.outcome = view ? `inline, viewer p.${view.page}/${view.pages || '?'}` : 'not inline';
+      await page.close();
+    });
+  }
+}
+
 async function caseScript(ctx) {
   await runCase('c2a', async (r) => {
     const c = cfg.cases.c2a;
@@ -1454,6 +1472,7 @@ async function main() {
     await caseTwoIframes(ctx);
     await caseStale(ctx);
     await caseStaleLink(ctx);
+    await caseDynamic(ctx);
     // PdfTokenFragment safe, before c8: its download would count against
     // the "nothing downloaded" checks of any later case in this browser
     await caseFragmentTable(ctx);

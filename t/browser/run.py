@@ -24,7 +24,15 @@ and any request it catches fails the run.
 
 Every case runs in both browsers; its documents live under /<browser>/<case>/
 so that the access log tells the cases apart.  Cases c1-c8 run in the
-default scope (PdfTokenFragment strip); f1-f5 in scopes with
+default scope (PdfTokenFragment strip); d1-d3 are PDFs made by a handler
+at a URL without .pdf (SPEC section 2, judged by the output filter), each
+opened by a cross-site link with the attacker's fragment: d1 a PHP script
+behind php-fpm8.2 (mod_proxy_fcgi, a unix socket; started inside the
+network namespace like httpd), d2 an application behind ProxyPass
+(mod_proxy_http to backends.HttpBackend on loopback), d3 a CGI script
+(mod_cgid under event); each must end inline after one 302, and the
+back end must have seen its own query without the token (checked here,
+after the browser's run, from what each back end recorded); f1-f5 in scopes with
 `PdfTokenFragment safe`: f1 opens a small HTML probe (PdfTokenTypes
 text/html) once per row of t/browser/fragments.json, the sanitiser's rules
 as a table, and compares the fragment the probe ends with to the row's
@@ -79,6 +87,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
+import backends  # noqa: E402
 import harness  # noqa: E402
 import matrix  # noqa: E402
 import pdftoken_ref  # noqa: E402
@@ -104,6 +113,9 @@ CASES = [
     ("c7a", "own stale tokenized URL (bookmark) heals"),
     ("c7b", "stale tokenized link from elsewhere heals"),
     ("c8", "cross-site iframe from attacker page"),
+    ("d1", "PHP-FPM invoice.php?id=3 (no .pdf): 302, inline"),
+    ("d2", "proxied app /api/reports/7: 302, inline"),
+    ("d3", "CGI /cgi/report (no extension): 302, inline"),
     ("f1", "PdfTokenFragment safe: fragments.json table via probe"),
     ("f2", "safe: doc.pdf#page=3 typed, opens on page 3"),
     ("f3", "safe: link to doc.pdf#page=3&x=javascript:..."),
@@ -309,7 +321,52 @@ def load_fragments():
     return out
 
 
-def httpd_config(browsers, cells):
+# d1-d3: the dynamic PDFs' query, and the scripts that record what reached
+# them (one line per request: the query string).
+DYNAMIC_QUERY = {"d1": "id=3", "d2": "", "d3": ""}
+
+PHP_INVOICE = r"""<?php
+file_put_contents(%(seen)r, $_SERVER['QUERY_STRING'] . "\n",
+                  FILE_APPEND | LOCK_EX);
+header('Content-Type: application/pdf');
+readfile(%(data)r);
+"""
+
+CGI_REPORT = r"""#!/usr/bin/python3
+import os, sys
+with open(%(seen)r, "a") as f:
+    f.write(os.environ.get("QUERY_STRING", "") + "\n")
+data = open(%(data)r, "rb").read()
+out = sys.stdout.buffer
+out.write(b"Content-Type: application/pdf\r\n")
+out.write(b"Content-Length: %%d\r\n\r\n" %% len(data))
+out.write(data)
+"""
+
+
+def dynamic_config(b, php_handler, backend_port):
+    """d1-d3 of browser b: PHP, a proxied application, CGI."""
+    return "\n".join([
+        '<Directory "@DOCROOT@/%s/d1/php">' % b,
+        '    <FilesMatch "\\.php$">',
+        '        SetHandler "%s"' % php_handler,
+        "    </FilesMatch>",
+        "</Directory>",
+        # the application answers /<browser>/reports/7: its request
+        # lines tell the browsers apart
+        'ProxyPass "/%s/d2/api/" "http://127.0.0.1:%d/%s/"'
+        % (b, backend_port, b),
+        '<Location "/%s/d2/api/">' % b,
+        "    PdfTokenProtect On",
+        "</Location>",
+        '<Directory "@DOCROOT@/%s/d3/cgi">' % b,
+        "    Options +ExecCGI",
+        "    SetHandler cgi-script",
+        "</Directory>",
+    ])
+
+
+def httpd_config(browsers, cells, php_handler, backend_port):
     lines = [LOG_FORMAT,
              '<Directory "@DOCROOT@">',
              "    PdfTokenProtect On",
@@ -339,11 +396,12 @@ def httpd_config(browsers, cells):
             if case == "f1":
                 lines.append("    PdfTokenTypes application/pdf text/html")
             lines.append("</Directory>")
+        lines.append(dynamic_config(b, php_handler, backend_port))
         lines.append(matrix.httpd_config(b, cells))
     return "\n".join(lines) + "\n"
 
 
-def build_site(httpd, attacker, b):
+def build_site(httpd, attacker, b, seen_dir, backend):
     """Write browser b's documents and attacker pages; return its cases."""
     srv = httpd.url("")
 
@@ -431,6 +489,35 @@ def build_site(httpd, attacker, b):
         "attacker c8", '<iframe id="victim" src="%s" width="700" '
         'height="400"></iframe>' % c["attackUrl"])
     c["attacker"] = attacker.url("/%s/c8.html" % b)
+
+    # Dynamic PDFs (d1-d3): the data lives outside the docroot, the URL
+    # has no .pdf, only the handler's answer says PDF.
+    for case, rel in (("d1", "php/invoice.php"), ("d2", "api/reports/7"),
+                      ("d3", "cgi/report")):
+        label = "%s %s" % (b, case)
+        data = "data/%s-%s.pdf" % (b, case)
+        httpd.write_pdf(data, label=label, base=httpd.root)
+        path = "/%s/%s/%s" % (b, case, rel)
+        query = DYNAMIC_QUERY[case]
+        url = srv + path + ("?" + query if query else "")
+        sub = {"seen": str(seen_dir / ("%s-%s.log" % (b, case))),
+               "data": str(httpd.root / data)}
+        if case == "d1":
+            httpd.write(path[1:], PHP_INVOICE % sub)
+        elif case == "d2":
+            body = (httpd.root / data).read_bytes()
+            backend.route("/%s/reports/7" % b)(
+                lambda h, q, head_only, body=body: h.send_body(
+                    200, [("Content-Type", "application/pdf")], body,
+                    head_only))
+        elif case == "d3":
+            httpd.write(path[1:], CGI_REPORT % sub, mode=0o755)
+        c = cases[case] = {"path": path, "url": url, "label": label,
+                           "attackUrl": url + ATTACK, "query": query}
+        attacker.pages["/%s/%s.html" % (b, case)] = page(
+            "attacker " + case, '<a id="go" href="%s">read the report</a>'
+            % html.escape(c["attackUrl"]))
+        c["attacker"] = attacker.url("/%s/%s.html" % (b, case))
 
     # PdfTokenFragment safe
     rel = "%s/f1/probe.html" % b
@@ -750,6 +837,45 @@ def record_matrix(browsers, cells, table, versions):
     return []
 
 
+def backend_queries(case, b, seen_dir, backend):
+    """The queries d1-d3's back end received from browser b, in order."""
+    if case == "d2":
+        out = []
+        for line in backend.all_requests():
+            parts = line.split()
+            target = parts[1] if len(parts) > 1 else ""
+            if target.split("?")[0] == "/%s/reports/7" % b:
+                out.append(target.partition("?")[2])
+        return out
+    try:
+        text = (seen_dir / ("%s-%s.log" % (b, case))).read_text("latin-1")
+    except OSError:
+        return []
+    return text.splitlines()
+
+
+def judge_backends(b, config, table, seen_dir, backend):
+    """d1-d3: the back end saw its query, never the token.
+
+    The handler runs for the first view (its answer replaced by the 302)
+    and again for the tokenized follow-up: two requests, both with the
+    application's own query exactly.
+    """
+    for case in ("d1", "d2", "d3"):
+        r = table.get((case, b))
+        if r is None:
+            continue
+        want = config[b][case]["query"]
+        got = backend_queries(case, b, seen_dir, backend)
+        if len(got) < 2 or any(q != want for q in got):
+            r["failures"].append(
+                "back end saw the queries %s, expected %r twice or more "
+                "(the 302 and the pass), never a token" % (got, want))
+        r["outcome"] += "; back end saw %s" % (
+            ", ".join(repr(q) for q in got) or "nothing")
+        r["ok"] = not r["failures"]
+
+
 NETNS_ENV = "PDFTOKEN_BROWSER_NETNS"
 
 
@@ -826,7 +952,7 @@ def main():
     table = {}
     versions = {}
     workdir = harness.make_workdir()
-    httpd = attacker = sink = None
+    httpd = attacker = sink = php = backend = None
     try:
         missing = [p for p in [HERE / "node_modules" / "puppeteer-core"]
                    + [Path(BROWSERS[b]) for b in browsers] if not p.exists()]
@@ -835,15 +961,27 @@ def main():
                 "missing: %s (run `make browser`, which installs Debian's "
                 "chromium and firefox-esr and runs `npm ci --prefix "
                 "t/browser`)" % ", ".join(map(str, missing)))
-        httpd = harness.Httpd(workdir / "httpd", modules=("asis",))
+        httpd = harness.Httpd(workdir / "httpd", modules=(
+            "asis", harness.cgi_module(), "proxy", "proxy_http",
+            "proxy_fcgi"))
         attacker = AttackerSite()
         sink = ProxySink()
-        httpd.configure(httpd_config(browsers, cells))
+        # d1-d3's back ends; php-fpm starts here, so inside the network
+        # namespace (it only listens on a unix socket)
+        seen_dir = workdir / "seen"
+        seen_dir.mkdir()
+        seen_dir.chmod(0o777)  # PHP and CGI scripts run as www-data
+        php = backends.PhpFpm(workdir / "fpm")
+        backend = backends.HttpBackend()
+        httpd.configure(httpd_config(browsers, cells, php.handler,
+                                     backend.port))
         config = {}
         matrix_sites = {}
         for b in browsers:
-            config[b] = build_site(httpd, attacker, b)
+            config[b] = build_site(httpd, attacker, b, seen_dir, backend)
             matrix_sites[b] = matrix.write_site(httpd, b, cells)
+        backend.start()
+        php.start()
         httpd.start()
         if any(c in ("m1", "m2") for c, _ in cases):
             for b in browsers:
@@ -881,6 +1019,7 @@ def main():
             versions[b] = data.get("version", "unknown")
             for r in data.get("results", []):
                 table[(r["id"], b)] = r
+            judge_backends(b, config, table, seen_dir, backend)
             caught = sink.take()
             hosts = sorted(set(leak_target(x) for x in caught))
             where = "loopback-only netns" if isolated else "proxy sink only"
@@ -906,11 +1045,16 @@ def main():
             sink.stop()
         if attacker:
             attacker.stop()
+        if backend and backend.thread:
+            backend.stop()
         if httpd:
             try:
                 httpd.stop()
             except AssertionError as e:
                 failures.append(str(e))
+        if php:
+            php.stop()
+        if httpd:
             # Tokens the browsers were given must not reach the error log.
             try:
                 text = (httpd.root / "logs" / "browser.log").read_text(
