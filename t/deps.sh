@@ -49,6 +49,6 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "Installing missing Debian packages:$missing"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+apt-get -o DPkg::Lock::Timeout=600 update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing
