@@ -36,12 +36,60 @@ $(MODULE): mod_pdftoken.c token.c token.h
 
 comma := ,
 
-# Never `apxs -a`: Debian enables modules with a2enmod, and a package must
-# not edit httpd.conf.
+# Debian's a2enmod reads mods-available/<name>.load and .conf: `make install`
+# puts them there when this directory exists (on Debian and Ubuntu), under
+# DESTDIR like the module.  Set it empty to leave them out, or to another
+# directory.
+APACHE_MODS_AVAILABLE ?= $(if $(wildcard /etc/apache2/mods-available),/etc/apache2/mods-available)
+# The secret the installed pdftoken.conf reads.
+SECRET_FILE ?= /etc/apache2/pdftoken.secret
+
+# Never `apxs -a`, never a2enmod: Debian enables modules with a2enmod, run
+# by the administrator, and an install must not edit httpd.conf.  The .load
+# names the module where apxs installed it (without DESTDIR: the path the
+# running server will see).  An existing pdftoken.conf is kept, since the
+# administrator may have edited it (rotation).  Installing onto the live
+# system (no DESTDIR) also makes the secret, as the package's postinst
+# does; a staged install (DESTDIR) never holds one, or every copy made from
+# it would share it.
 install: $(MODULE)
 	mkdir -p $(DESTDIR)$$($(APXS) -q LIBEXECDIR)
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$$($(APXS) -q LIBEXECDIR) \
 	    -n pdftoken mod_pdftoken.la
+ifneq ($(APACHE_MODS_AVAILABLE),)
+	mkdir -p $(DESTDIR)$(APACHE_MODS_AVAILABLE) $(BUILD)
+	printf 'LoadModule pdftoken_module %s/mod_pdftoken.so\n' \
+	    "$$($(APXS) -q LIBEXECDIR)" > $(BUILD)/pdftoken.load
+	install -m 644 $(BUILD)/pdftoken.load \
+	    $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.load
+	@if [ -e $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf ]; then \
+	    echo "kept $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf"; \
+	else \
+	    echo install -m 644 debian/pdftoken.conf \
+	        $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf; \
+	    install -m 644 debian/pdftoken.conf \
+	        $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf; \
+	fi
+ifeq ($(DESTDIR),)
+	@$(MAKE) --no-print-directory install-secret
+endif
+endif
+
+# 32 random bytes as 64 hex digits, root:root 0600, linked into place only
+# if no file (or link) is there: an existing secret is never replaced.
+.PHONY: install-secret
+install-secret:
+	@if [ -e $(SECRET_FILE) ] || [ -L $(SECRET_FILE) ]; then \
+	    echo "kept $(SECRET_FILE)"; \
+	else \
+	    hex=$$(od -An -vtx1 -N32 /dev/urandom | tr -d ' \n'); \
+	    [ $${#hex} -eq 64 ] || { echo "cannot read /dev/urandom" >&2; \
+	                              exit 1; }; \
+	    tmp=$$(umask 077 && mktemp $(SECRET_FILE).XXXXXXXX) || exit 1; \
+	    printf '%s\n' "$$hex" > $$tmp && chmod 600 $$tmp && \
+	    ln $$tmp $(SECRET_FILE); rc=$$?; rm -f $$tmp; \
+	    [ $$rc -eq 0 ] && echo "made $(SECRET_FILE)"; exit $$rc; \
+	fi
 
 # The Debian package, built by dpkg-buildpackage in a clean copy of the
 # sources under $(BUILD)/deb (the work tree is never cleaned or written to);
