@@ -15,11 +15,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "libapache2-mod-pdftoken"
+# Where the postinst notes that it made the secret (debian/*.postinst).
+STATE_DIR = "/var/lib/" + PACKAGE
 
 # System directories that installing, enabling, disabling and purging the
 # package may touch; each must end exactly as it started.
 WATCHED = ("/etc/apache2", "/var/lib/apache2", "/usr/lib/apache2/modules",
-           "/usr/share/doc/" + PACKAGE)
+           "/usr/share/doc/" + PACKAGE, STATE_DIR)
 
 
 def run(cmd, timeout=180, env=None, check=True):
@@ -85,6 +87,17 @@ def tree_state(root):
         else:
             state[p] = ("other", st.st_mode)
     return state
+
+
+def remove_new_empty_dirs(before, root):
+    """Remove the empty directories under root that a snapshot taken
+    before did not have (a2enmod and a2dismod make their state
+    directories, /var/lib/apache2/module/enabled_by_admin and the like,
+    and nothing removes them)."""
+    after = tree_state(root)
+    for p in sorted(set(after) - set(before), reverse=True):
+        if after[p][0] == "dir" and not os.listdir(p):
+            os.rmdir(p)
 
 
 def snapshot():

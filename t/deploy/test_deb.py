@@ -1,23 +1,38 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""The Debian package on this machine's own apache2, and back.
+"""The Debian package on this machine's own apache2, the way an
+administrator uses it, and back.
 
-`dpkg -i` the package that `make deb` built, `a2enmod pdftoken`, start the
-stock /usr/sbin/apache2 from the stock /etc/apache2 configuration with one
-site on a free 127.0.0.1 port, check that a protected PDF gets R1 and then
-R2, stop it, `a2dismod`, `dpkg --purge`, and check that /etc/apache2,
-/var/lib/apache2, the module directory and the package's doc directory are
-exactly as they were.  Needs root, as CI has.
+`dpkg -i` the package that `make deb` built (twice: a reinstall keeps the
+secret), start the stock /usr/sbin/apache2 from the stock /etc/apache2
+configuration with one test site on a free 127.0.0.1 port, then what
+issue 15 asks of the package: `a2enmod pdftoken && apache2ctl configtest`
+and a reload; a protected PDF redirects with its cookie and its token is
+signed with the secret the postinst made; a token minted before a restart
+still opens the PDF after it; the error log names the secret file;
+`a2dismod pdftoken` leaves a configuration that passes configtest and
+starts; `dpkg --purge` deletes the secret and leaves one that starts.  At
+the end /etc/apache2, /var/lib/apache2, the module directory, the
+package's doc and state directories are exactly as they were.  Needs root,
+as CI has.
 
-The stock server starts from a copy of /etc/apache2/apache2.conf in which
-two lines differ: `Include ports.conf` (Listen 80, and 443 with mod_ssl)
-and `IncludeOptional sites-enabled/*.conf` (the default site) are replaced
-by one `Listen 127.0.0.1:PORT` and one virtual host.  Everything else
-(mods-enabled, conf-enabled, envvars) is the system's own, read in place;
-nothing is added to /etc/apache2 but what the package and a2enmod add.
-Its run-time files and logs go to a temporary directory (APACHE_RUN_DIR,
-APACHE_LOCK_DIR, APACHE_LOG_DIR, APACHE_PID_FILE from envvars, overridden),
-so a stock apache2 that is already running is never touched and is still
-running, with the same pid, at the end.
+How the server is run.  The stock configuration listens on every address
+(ports.conf) and this machine's servers may bind 127.0.0.1 only, so the
+server starts from a copy of /etc/apache2/apache2.conf in which two lines
+differ: `Include ports.conf` and `IncludeOptional sites-enabled/*.conf` are
+replaced by one `Listen 127.0.0.1:PORT` and one virtual host.  Everything
+else (mods-enabled, conf-enabled, envvars, the `ErrorLog
+${APACHE_LOG_DIR}/error.log` line) is the system's own, read in place.
+`apache2ctl configtest` runs as is, on the whole stock configuration (it
+binds nothing).  The reload is `apache2 -k graceful`, which is what both
+`apache2ctl graceful` and `systemctl reload apache2` (apache2.service's
+ExecReload) come down to; neither can be run as such here, since both act
+on the stock server on port 80 (and systemd may not be running at all).
+The run-time files and logs go to a temporary directory (APACHE_RUN_DIR,
+APACHE_LOCK_DIR, APACHE_LOG_DIR, APACHE_PID_FILE overridden), so a stock
+apache2 that is already running is never touched and is still running, with
+the same pid, at the end, and /var/log/apache2 gets no line: the error log
+checked is the stock `${APACHE_LOG_DIR}/error.log`, the file that is
+/var/log/apache2/error.log on a real server.
 """
 
 import functools
@@ -25,6 +40,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -40,14 +56,23 @@ from checks import (assert_attachment, assert_inline, assert_redirect,
 from samplepdf import make_pdf
 
 APACHE = "/usr/sbin/apache2"
+APACHE2CTL = "/usr/sbin/apache2ctl"
 CONFDIR = "/etc/apache2"
 MODULE_SO = "/usr/lib/apache2/modules/mod_pdftoken.so"
 LOAD = CONFDIR + "/mods-available/pdftoken.load"
 CONF = CONFDIR + "/mods-available/pdftoken.conf"
 ENABLED = (CONFDIR + "/mods-enabled/pdftoken.load",
            CONFDIR + "/mods-enabled/pdftoken.conf")
+SECRET = CONFDIR + "/pdftoken.secret"
+MADE_MARK = system.STATE_DIR + "/secret-made-by-package"
+EXAMPLE = system.REPO / "conf" / "pdftoken.conf.example"
 DOC = "/prot/doc.pdf"
 OPEN_DOC = "/open/doc.pdf"
+# The test site's token lifetime: long enough that a token minted before a
+# stop and a start is still fresh after them, on a busy machine.
+TIMEOUT = 120
+# The start-up notice that names the secret in use (issue 15).
+SECRET_NOTICE = re.compile(r"PDFTOKEN00016: .*/etc/apache2/pdftoken\.secret")
 
 # The two lines of the stock apache2.conf that would make it listen on
 # every address (ports.conf) and serve the default site.
@@ -55,6 +80,11 @@ PORTS_LINE = re.compile(r"^[ \t]*Include[ \t]+ports\.conf[ \t]*$", re.M)
 SITES_LINE = re.compile(
     r"^[ \t]*IncludeOptional[ \t]+sites-enabled/\*\.conf[ \t]*$", re.M)
 
+# No PdfTokenSecretFile: the site uses what the packaged pdftoken.conf
+# sets.  The module's directives are inside <IfModule>, unlike what the
+# example configuration recommends, because this one site must serve before
+# a2enmod, after a2dismod and after the purge: the test checks that the
+# package's own files leave a configuration that starts.
 SITE = """
 # mod_pdftoken deploy test: one site, on the loopback address only.
 Listen 127.0.0.1:@PORT@
@@ -64,14 +94,17 @@ Listen 127.0.0.1:@PORT@
     ErrorLog "@TMP@/logs/site-error.log"
     # The nickname is defined by the packaged pdftoken.conf.
     CustomLog "@TMP@/logs/site-access.log" pdftoken
-    LogLevel notice pdftoken:debug
-    PdfTokenSecretFile "@TMP@/secret"
     <Directory "@TMP@/htdocs">
         Require all granted
     </Directory>
-    <Directory "@TMP@/htdocs/prot">
-        PdfTokenProtect On
-    </Directory>
+    <IfModule pdftoken_module>
+        # A module's LogLevel, too, needs the module.
+        LogLevel notice pdftoken:debug
+        <Directory "@TMP@/htdocs/prot">
+            PdfTokenProtect On
+            PdfTokenTimeout @TIMEOUT@
+        </Directory>
+    </IfModule>
 </VirtualHost>
 """
 
@@ -108,6 +141,22 @@ def stock_env(tmp):
     return env
 
 
+def apache2ctl_configtest():
+    """`apache2ctl configtest` on the system's own configuration, as an
+    administrator runs it: (exit status, output)."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+    return system.run([APACHE2CTL, "configtest"], env=env, check=False,
+                      timeout=60)
+
+
+def file_state(path):
+    st = os.lstat(path)
+    return {"kind": "file" if stat.S_ISREG(st.st_mode) else "other",
+            "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid,
+            "gid": st.st_gid, "ino": st.st_ino,
+            "mtime": st.st_mtime_ns, "data": Path(path).read_bytes()}
+
+
 class Site:
     """What checks.assert_redirect needs to know of the server."""
 
@@ -128,7 +177,8 @@ class Site:
 
 
 class Deployment:
-    """Install, enable, start; and undo all of it, whatever happened."""
+    """Install, start; the tests enable, reload, restart, disable and
+    purge in order; teardown undoes all of it, whatever happened."""
 
     def __init__(self, deb):
         self.deb = deb
@@ -147,6 +197,9 @@ class Deployment:
             "and purges it, so it must start without it"
             % (system.PACKAGE, system.package_status()))
         assert not any(os.path.lexists(p) for p in ENABLED)
+        assert not os.path.lexists(SECRET), (
+            "%s exists: the deploy test checks that the package makes it, "
+            "so it must start without one (move it aside)" % SECRET)
         stock = Path(CONFDIR, "apache2.conf").read_text()
         assert len(PORTS_LINE.findall(stock)) == 1, \
             "cannot find `Include ports.conf` in %s/apache2.conf" % CONFDIR
@@ -167,46 +220,46 @@ class Deployment:
             path = self.tmp / "htdocs" / name / "doc.pdf"
             path.write_bytes(data)
             path.chmod(0o644)
-        (self.tmp / "secret").write_text(os.urandom(32).hex() + "\n")
-        (self.tmp / "secret").chmod(0o600)
-        self.secret = ref.read_secret(self.tmp / "secret")
 
         self.install_out = system.dpkg("-i", self.deb)
         self.after_install = system.snapshot()
-        _, self.enmod_out = system.run(["a2enmod", "pdftoken"])
-        self.after_enable = system.snapshot()
+        self.secret_made = file_state(SECRET) \
+            if os.path.lexists(SECRET) else None
+        self.reinstall_out = system.dpkg("-i", self.deb)
+        self.after_reinstall = system.snapshot()
+        self.secret_after_reinstall = file_state(SECRET) \
+            if os.path.lexists(SECRET) else None
 
         self.env = stock_env(self.tmp)
-        self.configtest_rc, self.configtest_out = system.run(
-            [APACHE, "-t", "-d", CONFDIR, "-f", CONFDIR + "/apache2.conf"],
-            env=self.env, check=False, timeout=60)
-
         self.port = harness.free_port()
         site = (SITE.replace("@PORT@", str(self.port))
-                .replace("@TMP@", str(self.tmp)))
+                .replace("@TMP@", str(self.tmp))
+                .replace("@TIMEOUT@", str(TIMEOUT)))
         conf = PORTS_LINE.sub("# (ports.conf left out by the deploy test)",
                               stock)
         conf = SITES_LINE.sub(lambda m: site, conf)
         self.conf = self.tmp / "apache2.conf"
         self.conf.write_text(conf)
+        # The server runs before the module is enabled, as a production
+        # server does when the package arrives.
         self.start()
 
-    def start(self, timeout=30):
-        log = open(self.tmp / "logs" / "stderr.log", "ab")
-        self.proc = subprocess.Popen(
-            [APACHE, "-d", CONFDIR, "-f", str(self.conf), "-DFOREGROUND"],
-            env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, cwd=str(self.tmp))
-        log.close()
-        error_log = self.tmp / "logs" / "error.log"
+    def error_log(self):
+        p = self.tmp / "logs" / "error.log"
+        return p.read_text("latin-1") if p.exists() else ""
+
+    def generations(self):
+        """How many times the server has finished (re)reading its
+        configuration."""
+        return self.error_log().count("resuming normal operations")
+
+    def wait_generation(self, count, timeout=30):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("stock apache2 exited %d:\n%s"
                                      % (self.proc.returncode, self.logs()))
-            text = error_log.read_text("latin-1") if error_log.exists() \
-                else ""
-            if "resuming normal operations" in text:
+            if self.generations() >= count:
                 try:
                     harness.http_request(self.port, "GET", "/", timeout=5)
                     return
@@ -214,6 +267,25 @@ class Deployment:
                     pass
             time.sleep(0.1)
         raise AssertionError("stock apache2 did not come up:\n" + self.logs())
+
+    def start(self, timeout=30):
+        assert self.proc is None
+        count = self.generations()
+        log = open(self.tmp / "logs" / "stderr.log", "ab")
+        self.proc = subprocess.Popen(
+            [APACHE, "-d", CONFDIR, "-f", str(self.conf), "-DFOREGROUND"],
+            env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, cwd=str(self.tmp))
+        log.close()
+        self.wait_generation(count + 1, timeout)
+
+    def graceful(self):
+        """What `apache2ctl graceful` and `systemctl reload apache2` do:
+        apache2 -k graceful, with this server's configuration."""
+        count = self.generations()
+        system.run([APACHE, "-d", CONFDIR, "-f", str(self.conf), "-k",
+                    "graceful"], env=self.env, timeout=60)
+        self.wait_generation(count + 1)
 
     def logs(self):
         out = ""
@@ -259,10 +331,7 @@ class Deployment:
         # a2enmod makes /var/lib/apache2/module/enabled_by_admin (and
         # a2dismod disabled_by_admin) when they do not exist yet; the purge
         # empties them but leaves the directories.
-        after = system.tree_state("/var/lib/apache2")
-        for p in sorted(set(after) - set(self.before), reverse=True):
-            if after[p][0] == "dir" and not os.listdir(p):
-                os.rmdir(p)
+        system.remove_new_empty_dirs(self.before, "/var/lib/apache2")
 
     def teardown(self):
         """Put the machine back; returns what could not be undone."""
@@ -304,6 +373,7 @@ def test_package_holds_the_module_and_the_a2enmod_files():
     files = sorted(line.split()[-1].lstrip(".") for line in
                    listing.splitlines() if not line.startswith("d"))
     doc = "/usr/share/doc/" + system.PACKAGE
+    # The secret is not in the package (every installation makes its own).
     assert files == sorted([
         MODULE_SO, LOAD, CONF,
         doc + "/README.md.gz", doc + "/directives.md.gz",
@@ -325,23 +395,34 @@ def test_package_holds_the_module_and_the_a2enmod_files():
     assert "libssl3" in fields, fields
 
 
-def test_package_installs_without_enabling_and_disables_on_removal():
+def test_maintainer_scripts_make_the_secret_and_never_enable():
     deb = deb_path()
     tmp = Path(tempfile.mkdtemp(prefix="pdftoken-debctl-"))
     try:
         system.run(["dpkg-deb", "-e", deb, str(tmp)])
         assert sorted(os.listdir(tmp)) == ["conffiles", "control",
-                                           "md5sums", "postrm", "prerm"]
+                                           "md5sums", "postinst", "postrm",
+                                           "prerm"]
         assert (tmp / "conffiles").read_text().split() == [CONF, LOAD]
-        # No postinst: installing leaves the running server alone
-        # (dh_apache2 --noenable).  prerm and postrm disable and purge.
+        postinst = (tmp / "postinst").read_text()
+        # The postinst makes the secret; enabling stays the
+        # administrator's choice (dh_apache2 --noenable): no enmod.
+        assert SECRET in postinst
+        assert "apache2_invoke enmod" not in postinst, postinst
+        assert re.search(r"^set -e$", postinst, re.M), postinst
+        # prerm and postrm disable and purge the module's state.
         assert "apache2_invoke dismod $conf" in (tmp / "prerm").read_text()
-        assert "apache2_invoke dismod $conf" in (tmp / "postrm").read_text()
+        postrm = (tmp / "postrm").read_text()
+        assert "apache2_invoke dismod $conf" in postrm
+        assert SECRET in postrm
+        for name in ("postinst", "postrm", "prerm"):
+            system.run(["sh", "-n", str(tmp / name)])
+            assert (tmp / name).stat().st_mode & 0o111, name
     finally:
         shutil.rmtree(tmp)
 
 
-def test_packaged_module_exports_only_its_module_record():
+def test_packaged_files_load_the_module_and_read_the_secret():
     deb = deb_path()
     tmp = Path(tempfile.mkdtemp(prefix="pdftoken-debx-"))
     try:
@@ -356,56 +437,91 @@ def test_packaged_module_exports_only_its_module_record():
         conf = (tmp / CONF.lstrip("/")).read_text()
         active = [line.strip() for line in conf.splitlines()
                   if line.strip() and not line.strip().startswith("#")]
-        # Safe to enable as is: nothing but the IfModule and a LogFormat
-        # nickname is active; PdfTokenProtect and PdfTokenSecretFile are
+        # Safe to enable as is: the secret the postinst made and a
+        # LogFormat nickname; PdfTokenProtect and the rotation line are
         # only shown in comments.
         assert active[0] == "<IfModule pdftoken_module>", active
         assert active[-1] == "</IfModule>", active
-        assert [a.split()[0] for a in active[1:-1]] == ["LogFormat"], active
-        assert "#PdfTokenSecretFile /etc/apache2/pdftoken.secret" in conf
+        assert active[1:-1] == [
+            "PdfTokenSecretFile " + SECRET,
+            'LogFormat "%h %l %u %t \\"%r\\" %>s %b pdftoken=%{PDFTOKEN}e" '
+            "pdftoken"], active
+        assert "#PdfTokenSecretFile %s %s.old" % (SECRET, SECRET) in conf
         assert "#    PdfTokenProtect On" in conf
+        # No LogLevel: httpd logs notices (the secret in use) whatever
+        # LogLevel says, and a module level here would hide the info lines
+        # of an administrator's `LogLevel info`.
+        assert "LogLevel" not in "\n".join(active)
     finally:
         shutil.rmtree(tmp)
 
 
-# ------------------------------------------------- installed and enabled
+# ------------------------------------------------------------ installed
 
 
-def test_dpkg_i_adds_the_module_and_mods_available_files_only(deployment):
+def test_dpkg_i_adds_the_module_its_files_and_the_secret_only(deployment):
     d = deployment
     assert system.package_status() == "install ok installed"
     added = system.diff(d.before, d.after_install)
     doc = "/usr/share/doc/" + system.PACKAGE
-    expected = {MODULE_SO, LOAD, CONF, doc}
+    expected = {MODULE_SO, LOAD, CONF, SECRET, doc, system.STATE_DIR,
+                MADE_MARK}
     assert {line.split()[1] for line in added
             if not line.split()[1].startswith(doc + "/")} == expected, \
         "\n".join(added)
     assert all(line.startswith("added ") for line in added), added
     # Not enabled by the installation itself.
     assert not any(p in d.after_install for p in ENABLED)
+    assert "made %s" % SECRET in d.install_out, d.install_out
 
 
-def test_a2enmod_links_the_load_and_conf_files(deployment):
+def test_postinst_made_a_root_only_secret_of_32_random_bytes(deployment):
+    s = deployment.secret_made
+    assert s is not None, "dpkg -i made no %s" % SECRET
+    assert s["kind"] == "file", s
+    assert (s["uid"], s["gid"]) == (0, 0), s
+    assert s["mode"] == 0o600, oct(s["mode"])
+    # 32 bytes as 64 hex digits and a newline: the module ignores the
+    # newline and keys its HMAC with the 64 bytes (at least 32 needed).
+    assert re.fullmatch(rb"[0-9a-f]{64}\n", s["data"]), s["data"]
+    assert len(ref.secret_from_file_bytes(s["data"])) == 64
+    # Random, as far as a test can tell: not a run of one digit.
+    assert len(set(s["data"][:64])) > 8, s["data"]
+
+
+def test_reinstall_keeps_the_secret(deployment):
     d = deployment
-    changes = system.diff(d.after_install, d.after_enable)
+    assert d.secret_after_reinstall == d.secret_made
+    assert "made %s" % SECRET not in d.reinstall_out, d.reinstall_out
+    assert system.diff(d.after_install, d.after_reinstall) == []
+
+
+def test_installing_alone_protects_nothing(deployment):
+    d = deployment
+    site = Site(d.port)
+    assert_untouched(site.get(DOC), d.docs["prot"])
+
+
+# ------------------------------------- a2enmod, configtest, reload
+
+
+def test_a2enmod_configtest_and_reload_turn_protection_on(deployment):
+    d = deployment
+    before = system.snapshot()
+    system.run(["a2enmod", "pdftoken"])
+    changes = system.diff(before, system.snapshot())
     assert os.readlink(ENABLED[0]) == "../mods-available/pdftoken.load"
     assert os.readlink(ENABLED[1]) == "../mods-available/pdftoken.conf"
     etc = [c for c in changes if c.split()[1].startswith(CONFDIR)]
     assert sorted(c.split()[1] for c in etc) == sorted(ENABLED), changes
-
-
-def test_stock_configuration_with_module_enabled_passes_configtest(
-        deployment):
-    # The whole stock configuration, ports.conf and default site included
-    # (apache2 -t binds nothing): the packaged files are valid as shipped,
-    # with no secret file and no protection anywhere.
-    d = deployment
-    assert d.configtest_rc == 0, d.configtest_out
-    assert "Syntax OK" in d.configtest_out, d.configtest_out
-
-
-def test_stock_server_loaded_the_packaged_module(deployment):
-    d = deployment
+    # The whole stock configuration, ports.conf and the default site
+    # included: the packaged files with the secret the postinst made.
+    rc, out = apache2ctl_configtest()
+    assert rc == 0, out
+    assert "Syntax OK" in out, out
+    pid = d.proc.pid
+    d.graceful()
+    assert d.proc.pid == pid and d.proc.poll() is None
     _, out = system.run([APACHE, "-d", CONFDIR, "-f", str(d.conf), "-M"],
                         env=d.env, timeout=60)
     assert re.search(r"^ pdftoken_module \(shared\)$", out, re.M), out
@@ -417,11 +533,14 @@ def test_stock_server_listens_on_loopback_only(deployment):
     assert system.listening_addresses(d.pids()) == {("127.0.0.1", d.port)}
 
 
-def test_protected_pdf_redirects_then_serves_inline(deployment):
+def test_protected_pdf_redirects_with_a_token_signed_by_the_secret_file(
+        deployment):
     d = deployment
     site = Site(d.port)
+    secret = ref.read_secret(SECRET)
     r = site.get(DOC)
-    token, cookie = assert_redirect(site, r, DOC, secret=d.secret)
+    token, cookie = assert_redirect(site, r, DOC, secret=secret,
+                                    timeout=TIMEOUT)
     assert_inline(site.get(r.location_target(), cookies=[cookie]),
                   d.docs["prot"])
     # The same token without its cookie: the default fallback, a download.
@@ -430,16 +549,49 @@ def test_protected_pdf_redirects_then_serves_inline(deployment):
 
 
 def test_unprotected_pdf_is_untouched(deployment):
-    # Enabling the module and its pdftoken.conf protects nothing by itself.
     d = deployment
     assert_untouched(Site(d.port).get(OPEN_DOC), d.docs["open"])
+
+
+def test_error_log_names_the_secret_file(deployment):
+    # The main server's start-up notice goes to the stock ErrorLog
+    # (${APACHE_LOG_DIR}/error.log: /var/log/apache2/error.log on a real
+    # server), whatever LogLevel says.
+    d = deployment
+    text = d.error_log()
+    assert SECRET_NOTICE.search(text), (
+        "no line matching %r in the stock error log after the reload: the "
+        "module must log, at start-up, the secret each server uses "
+        "(PDFTOKEN00016, issue 15)%s\n== error.log\n%s" % (
+            SECRET_NOTICE.pattern,
+            "" if "PDFTOKEN_LOGNO(00016)" in
+            (system.REPO / "mod_pdftoken.c").read_text()
+            else "; mod_pdftoken.c has no PDFTOKEN00016 yet", text[-3000:]))
+
+
+def test_a_token_minted_before_a_restart_opens_the_pdf_after_it(deployment):
+    d = deployment
+    site = Site(d.port)
+    r = site.get(DOC)
+    token, cookie = assert_redirect(site, r, DOC,
+                                    secret=ref.read_secret(SECRET),
+                                    timeout=TIMEOUT)
+    old_pid = d.proc.pid
+    # A full stop and start, as `systemctl restart apache2`: a new parent
+    # process, which would make a new random secret if the packaged
+    # pdftoken.conf did not name the file.
+    d.stop()
+    d.start()
+    assert d.proc.pid != old_pid
+    assert_inline(site.get(r.location_target(), cookies=[cookie]),
+                  d.docs["prot"])
 
 
 def test_packaged_logformat_logs_the_decision(deployment):
     d = deployment
     site = Site(d.port)
     r = site.get(DOC)
-    token, cookie = assert_redirect(site, r, DOC, secret=d.secret)
+    token, cookie = assert_redirect(site, r, DOC, timeout=TIMEOUT)
     assert_inline(site.get(r.location_target(), cookies=[cookie]),
                   d.docs["prot"])
     assert_untouched(site.get(OPEN_DOC + "?logcheck"), d.docs["open"])
@@ -459,6 +611,19 @@ def test_packaged_logformat_logs_the_decision(deployment):
         "pdftoken=redirect", "pdftoken=pass", "pdftoken=-"], found
 
 
+def test_example_configuration_passes_configtest_with_the_package(
+        deployment):
+    # conf/pdftoken.conf.example as is, added to the stock configuration
+    # with the package's module enabled: its ServerRoot-relative secret
+    # is the file the postinst made.
+    d = deployment
+    rc, out = system.run([APACHE, "-t", "-d", CONFDIR, "-f",
+                          CONFDIR + "/apache2.conf",
+                          "-c", "Include %s" % EXAMPLE],
+                         env=d.env, check=False, timeout=60)
+    assert rc == 0 and "Syntax OK" in out, out
+
+
 def test_logs_hold_no_token(deployment):
     d = deployment
     text = d.logs()
@@ -471,9 +636,46 @@ def test_logs_hold_no_token(deployment):
 # ------------------------------------------------------------- and back
 
 
-def test_purge_puts_the_machine_back(deployment):
+def test_a2dismod_leaves_a_configuration_that_passes_and_starts(
+        deployment):
     d = deployment
-    pids = d.pids()
+    system.run(["a2dismod", "pdftoken"])
+    assert not any(os.path.lexists(p) for p in ENABLED)
+    rc, out = apache2ctl_configtest()
+    assert rc == 0 and "Syntax OK" in out, out
+    d.stop()
+    d.start()
+    assert d.proc.poll() is None
+    # The module is gone: the PDF is served as without it.
+    assert_untouched(Site(d.port).get(DOC), d.docs["prot"])
+    # The example, unwrapped on purpose, now fails configtest by name
+    # instead of leaving the PDFs silently unprotected.
+    rc, out = system.run([APACHE, "-t", "-d", CONFDIR, "-f",
+                          CONFDIR + "/apache2.conf",
+                          "-c", "Include %s" % EXAMPLE],
+                         env=d.env, check=False, timeout=60)
+    assert rc != 0, out
+    assert "Invalid command 'PdfTokenSecretFile'" in out, out
+
+
+def test_purge_deletes_the_secret_and_leaves_a_configuration_that_starts(
+        deployment):
+    d = deployment
+    d.stop()
+    out = system.dpkg("--purge", system.PACKAGE)
+    assert not system.package_present(), system.package_status()
+    assert not os.path.lexists(SECRET), out
+    assert not os.path.lexists(SECRET + ".old")
+    assert not os.path.lexists(system.STATE_DIR)
+    rc, out = apache2ctl_configtest()
+    assert rc == 0 and "Syntax OK" in out, out
+    d.start()
+    assert_untouched(Site(d.port).get(DOC), d.docs["prot"])
+
+
+def test_teardown_puts_the_machine_back(deployment):
+    d = deployment
+    pids = d.pids() if d.proc else []
     problems = d.teardown()
     assert not problems, problems
     assert [p for p in pids if system.running_apache(p)] == []
