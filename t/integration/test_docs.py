@@ -137,6 +137,7 @@ def test_defaults_match_the_code():
         "PdfTokenName " + define("NAME_DEFAULT")
     assert s["PdfTokenTypes"]["Default"] == "none beyond the built-in types"
     assert code(s["PdfTokenDynamic"]["Default"]) == "PdfTokenDynamic redirect"
+    assert code(s["PdfTokenExempt"]["Default"]) == "PdfTokenExempt none"
     # The built-in types the reference names are the library's list.
     lib = (REPO / "token.c").read_text()
     m = re.search(r"pdftoken_pdf_types\[\] = \{(.*?)\};", lib, re.S)
