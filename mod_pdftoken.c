@@ -26,6 +26,7 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "util_filter.h"
+#include "ap_expr.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -69,19 +70,22 @@ typedef enum { FRAGMENT_STRIP = 0, FRAGMENT_SAFE = 1 } fragment_mode;
 typedef enum { DYNAMIC_REDIRECT = 0, DYNAMIC_ATTACHMENT = 1 } dynamic_mode;
 
 typedef struct {
-    int protect;               /* -1 unset, 0 Off, 1 On */
-    int timeout;               /* -1 unset, else seconds */
-    const char *name;          /* NULL unset */
-    int fallback;              /* -1 unset, else fallback_mode */
-    apr_array_header_t *types; /* NULL unset; of const char *, lower case,
-                                  beyond pdftoken_pdf_types */
-    int fragment;              /* -1 unset, else fragment_mode */
-    int dynamic;               /* -1 unset, else dynamic_mode */
+    int protect;                  /* -1 unset, 0 Off, 1 On */
+    int timeout;                  /* -1 unset, else seconds */
+    const char *name;             /* NULL unset */
+    int fallback;                 /* -1 unset, else fallback_mode */
+    apr_array_header_t *types;    /* NULL unset; lower case, beyond the
+                                   * built-in pdftoken_pdf_types */
+    int fragment;                 /* -1 unset, else fragment_mode */
+    int dynamic;                  /* -1 unset, else dynamic_mode */
+    int exempt_set;               /* 0 unset, 1 set (exempt may be NULL) */
+    const ap_expr_info_t *exempt; /* NULL: no request is exempt */
 } dir_conf;
 
 typedef struct {
-    pdftoken_key *keys; /* keys[0] mints, all verify */
-    int nkeys;          /* 0: not set here */
+    pdftoken_key *keys;   /* keys[0] mints, all verify */
+    int nkeys;            /* 0: not set here */
+    const char *files[2]; /* where keys came from; NULL: random */
 } srv_conf;
 
 /* What the fixup decided for the request the browser made. */
@@ -157,6 +161,8 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->types = add->types ? add->types : base->types;
     conf->fragment = add->fragment != -1 ? add->fragment : base->fragment;
     conf->dynamic = add->dynamic != -1 ? add->dynamic : base->dynamic;
+    conf->exempt_set = add->exempt_set || base->exempt_set;
+    conf->exempt = add->exempt_set ? add->exempt : base->exempt;
     return conf;
 }
 
@@ -171,8 +177,7 @@ static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     srv_conf *base = basev, *add = addv;
     srv_conf *conf = apr_palloc(p, sizeof(*conf));
 
-    conf->keys = add->nkeys ? add->keys : base->keys;
-    conf->nkeys = add->nkeys ? add->nkeys : base->nkeys;
+    *conf = add->nkeys ? *add : *base;
     return conf;
 }
 
@@ -312,6 +317,29 @@ static const char *set_types(cmd_parms *cmd, void *cfg, int argc,
     return NULL;
 }
 
+/*
+ * PdfTokenExempt: an ap_expr, parsed once here so that a syntax error
+ * fails configtest naming the directive.  "none" takes an outer scope's
+ * exemption away.
+ */
+static const char *set_exempt(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    dir_conf *conf = cfg;
+    const char *err = NULL;
+
+    conf->exempt_set = 1;
+    if (!strcasecmp(arg, "none")) {
+        conf->exempt = NULL;
+        return NULL;
+    }
+    conf->exempt = ap_expr_parse_cmd(cmd, arg, 0, &err, NULL);
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: cannot parse expression '%s': %s",
+                            cmd->cmd->name, arg, err);
+    }
+    return NULL;
+}
+
 static apr_status_t wipe_key(void *data)
 {
     pdftoken_key_wipe(data);
@@ -395,6 +423,10 @@ static const char *set_secret_file(cmd_parms *cmd, void *dummy,
         return err;
     }
     conf->nkeys = previous ? 2 : 1;
+    /* For the start-up notice: which files sign, never what they hold. */
+    conf->files[0] = ap_server_root_relative(cmd->pool, current);
+    conf->files[1] =
+        previous ? ap_server_root_relative(cmd->pool, previous) : NULL;
     return NULL;
 }
 
@@ -420,6 +452,9 @@ static const command_rec pdftoken_cmds[] = {
                   OR_FILEINFO,
                   "'redirect' (default) puts PDFs that a handler generates "
                   "through the token step; 'attachment' forces a download"),
+    AP_INIT_TAKE1("PdfTokenExempt", set_exempt, NULL, OR_FILEINFO,
+                  "an expression (ap_expr); requests it matches are served "
+                  "as if unprotected, or 'none'"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
                    "file holding the secret, and optionally the previous "
                    "secret's file"),
@@ -532,6 +567,14 @@ static char *pct_encode(apr_pool_t *p, const char *s, size_t len,
 static const char *document_path(const request_rec *br)
 {
     return br->parsed_uri.path;
+}
+
+/* The document path as an error-log line names it: never with the
+ * query, which holds the token.  httpd escapes control characters in
+ * error-log messages itself (ap_log_rerror). */
+static const char *log_path(const char *path)
+{
+    return path ? path : "*";
 }
 
 /* ---- the fallback: a forced download ------------------------------------ */
@@ -857,7 +900,7 @@ static void expire_surplus(request_rec *r, const char *name, const char *path,
                   PDFTOKEN_LOGNO(00015) "%s: %" APR_SIZE_T_FMT
                                         " of the module's cookies beyond %d: "
                                         "expired",
-                  r->uri, n, (int)keep);
+                  log_path(path), n, (int)keep);
 }
 
 /* Is there a cookie of q's name whose value is q? */
@@ -890,14 +933,15 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
         pdftoken_query_find(args, strlen(args), name, strlen(name), &q, &qlen);
     if (count == 0) { /* R1 */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      PDFTOKEN_LOGNO(00002) "no token: redirect");
+                      PDFTOKEN_LOGNO(00002) "%s: no token: redirect",
+                      log_path(path));
         return VERDICT_REDIRECT;
     }
     if (count > 1) { /* R4 */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                      PDFTOKEN_LOGNO(00003) "%" APR_SIZE_T_FMT
+                      PDFTOKEN_LOGNO(00003) "%s: %" APR_SIZE_T_FMT
                                             " tokens in the query: redirect",
-                      count);
+                      log_path(path), count);
         return VERDICT_REDIRECT;
     }
     st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, path,
@@ -905,7 +949,9 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
     if (st == PDFTOKEN_OK && has_matching_cookie(r, name, q, qlen)) {
         ap_log_rerror(
             APLOG_MARK, APLOG_DEBUG, 0, r,
-            PDFTOKEN_LOGNO(00004) "valid token and matching cookie: inline");
+            PDFTOKEN_LOGNO(00004) "%s: valid token and matching cookie: "
+                                  "inline",
+            log_path(path));
         return VERDICT_PASS; /* R2 */
     }
     /* A navigation cannot send Range, so a range request with a genuine
@@ -915,29 +961,31 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
          || (st == PDFTOKEN_EXPIRED && now - expiry < RANGE_GRACE))
         && has_valid_range(r)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      PDFTOKEN_LOGNO(00005) "%s token with Range: served",
-                      pdftoken_status_str(st));
+                      PDFTOKEN_LOGNO(00005) "%s: %s token with Range: served",
+                      log_path(path), pdftoken_status_str(st));
         return VERDICT_RANGE; /* R5 */
     }
     if (st == PDFTOKEN_OK) { /* R3 */
         /* Never a redirect here: a client without cookies would loop. */
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                      PDFTOKEN_LOGNO(00006) "valid token, %s: %s",
-                      apr_table_get(r->headers_in, "Cookie") ? "cookie mismatch"
-                                                             : "no cookie",
-                      conf_fallback(conf) == FALLBACK_DENY ? "denied"
-                                                           : "download");
+        ap_log_rerror(
+            APLOG_MARK, APLOG_INFO, 0, r,
+            PDFTOKEN_LOGNO(00006) "%s: valid token, %s: %s", log_path(path),
+            apr_table_get(r->headers_in, "Cookie") ? "cookie mismatch"
+                                                   : "no cookie",
+            conf_fallback(conf) == FALLBACK_DENY ? "denied" : "download");
         return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
                                                     : VERDICT_FALLBACK;
     }
     if (st == PDFTOKEN_CRYPTO_ERROR) {
         ap_log_rerror(
             APLOG_MARK, APLOG_ERR, 0, r,
-            PDFTOKEN_LOGNO(00007) "token verification failed inside libcrypto");
+            PDFTOKEN_LOGNO(00007) "%s: token verification failed inside "
+                                  "libcrypto",
+            log_path(path));
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                  PDFTOKEN_LOGNO(00008) "%s token: redirect",
-                  pdftoken_status_str(st));
+                  PDFTOKEN_LOGNO(00008) "%s: %s token: redirect",
+                  log_path(path), pdftoken_status_str(st));
     return VERDICT_REDIRECT; /* R4 */
 }
 
@@ -965,6 +1013,42 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
 #endif
 }
 
+/* The browser's URL without the token, escaped for a header: what the
+ * redirect adds its token to, and the canonical URL of a tokenized
+ * answer.  epath is the escaped document path. */
+static const char *clean_url(request_rec *r, request_rec *br,
+                             const dir_conf *conf, const char *epath)
+{
+    const char *name = conf_name(conf);
+    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
+    size_t alen = strlen(args);
+    char *kept = apr_palloc(r->pool, alen + 1);
+
+    alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
+    if (!alen) {
+        return epath;
+    }
+    return apr_pstrcat(r->pool, epath, "?",
+                       pct_encode(r->pool, kept, alen, QUERY_KEEP), NULL);
+}
+
+/*
+ * R2, R3, R5: the tokenized URL is one reader's, for seconds; a search
+ * engine that indexes it sends the next reader a dead token.  The
+ * canonical link names the URL without it.  err_headers_out, because a
+ * proxied back end's headers replace headers_out.
+ */
+static void add_canonical_link(request_rec *r, request_rec *br,
+                               const dir_conf *conf, const char *path)
+{
+    const char *url = clean_url(
+        r, br, conf, pct_encode(r->pool, path, strlen(path), PATH_KEEP));
+
+    apr_table_addn(r->err_headers_out, "Link",
+                   apr_pstrcat(r->pool, "<", ap_construct_url(r->pool, url, r),
+                               ">; rel=\"canonical\"", NULL));
+}
+
 /* R1/R4: 302 to the browser's URL with a fresh token and an empty
  * fragment, plus the cookie that must come back with it.  may_page: the
  * handler has not run yet, so PdfTokenFragment safe may answer with its
@@ -973,13 +1057,10 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
                     const srv_conf *sconf, const char *path, int may_page)
 {
     const char *name = conf_name(conf);
-    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
-    size_t alen = strlen(args);
-    char *kept = apr_palloc(r->pool, alen + 1);
     char token[PDFTOKEN_LEN + 1];
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     const char *epath = pct_encode(r->pool, path, strlen(path), PATH_KEEP);
-    const char *url, *cookie;
+    const char *clean, *url, *cookie;
     int timeout = conf_timeout(conf);
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
     pdftoken_status st;
@@ -987,17 +1068,16 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     st = mint_token(&sconf->keys[0], path, now + (uint64_t)timeout, token);
     if (st != PDFTOKEN_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      PDFTOKEN_LOGNO(00009) "cannot mint a token: %s",
-                      pdftoken_status_str(st));
+                      PDFTOKEN_LOGNO(00009) "%s: cannot mint a token: %s",
+                      log_path(path), pdftoken_status_str(st));
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
+    clean = clean_url(r, br, conf, epath);
     /* The trailing '#' gives the target its own, empty fragment: without
      * it browsers carry the attacker's fragment across the redirect
      * (RFC 9110 section 10.2.2) and the defence does nothing. */
-    url = apr_pstrcat(r->pool, epath, "?",
-                      alen ? pct_encode(r->pool, kept, alen, QUERY_KEEP) : "",
-                      alen ? "&" : "", name, "=", token, "#", NULL);
+    url = apr_pstrcat(r->pool, clean, strchr(clean, '?') ? "&" : "?", name, "=",
+                      token, "#", NULL);
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
      * and send every such reader to the fallback. */
@@ -1104,10 +1184,12 @@ static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
     case VERDICT_RANGE:
         strip_token(r, conf);
         mark_inline(r);
+        add_canonical_link(r, br, conf, path);
         add_watch(r, WATCH_PASS);
         return DECLINED;
     case VERDICT_FALLBACK:
         strip_token(r, conf);
+        add_canonical_link(r, br, conf, path);
         apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
         add_watch(r, WATCH_FALLBACK);
         return DECLINED;
@@ -1247,7 +1329,7 @@ static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   PDFTOKEN_LOGNO(00014) "%s: PDF-like response (%s, status %d) "
                                         "sent as a download",
-                  r->uri, why, r->status);
+                  log_path(document_path(browser_request(r))), why, r->status);
     apr_table_setn(r->subprocess_env, "PDFTOKEN", "fallback");
     force_download(r);
     ap_remove_output_filter(f);
@@ -1289,8 +1371,10 @@ static apr_status_t judge_response(ap_filter_t *f, apr_bucket_brigade *bb)
     case VERDICT_RANGE:
         mark_inline(r);
         add_referrer_policy(r);
+        add_canonical_link(r, br, conf, path);
         break;
     case VERDICT_FALLBACK:
+        add_canonical_link(r, br, conf, path);
         apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
         force_download(r);
         break;
@@ -1416,6 +1500,39 @@ static int is_missing_file(const request_rec *r)
            && r->filename && strncmp(r->filename, "proxy:", 6);
 }
 
+/*
+ * PdfTokenExempt: a request the expression matches is served as if the
+ * scope were unprotected.  Its answer is a plain inline PDF at the plain
+ * URL, so it is marked private: a shared cache in front must not hand it
+ * to a reader the expression would not match.  An expression that fails
+ * to evaluate exempts nobody.
+ */
+static int is_exempt(request_rec *r, const dir_conf *conf)
+{
+    const char *err = NULL;
+    int rc;
+
+    if (!conf->exempt) {
+        return 0;
+    }
+    rc = ap_expr_exec(r, conf->exempt, &err);
+    if (rc < 0 || err) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      PDFTOKEN_LOGNO(00017) "%s: PdfTokenExempt cannot be "
+                                            "evaluated (%s): protected",
+                      log_path(r->uri), err ? err : "error");
+        return 0;
+    }
+    if (rc) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
+                      log_path(r->uri));
+        apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+    }
+    return rc;
+}
+
 static int pdftoken_fixup(request_rec *r)
 {
     dir_conf *conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
@@ -1438,9 +1555,12 @@ static int pdftoken_fixup(request_rec *r)
         }
         bconf = ap_get_module_config(browser_request(r)->per_dir_config,
                                      &pdftoken_module);
-        if (bconf->protect != 1) {
+        if (bconf->protect != 1 || is_exempt(r, bconf)) {
             return DECLINED;
         }
+    }
+    else if (is_exempt(r, conf)) {
+        return DECLINED;
     }
     if (is_nph_script(r)) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
@@ -1448,7 +1568,7 @@ static int pdftoken_fixup(request_rec *r)
                                             "output bypasses the output "
                                             "filters, so PdfTokenProtect "
                                             "cannot judge it",
-                      r->uri);
+                      log_path(document_path(browser_request(r))));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
         return HTTP_FORBIDDEN;
     }
@@ -1481,6 +1601,37 @@ static int pdftoken_fixup(request_rec *r)
 
 /* ---- start-up ----------------------------------------------------------- */
 
+/* One notice per server at every start: which secret signs its tokens.
+ * The file's name only, never what it holds. */
+static void log_secret_source(server_rec *s, const srv_conf *sconf)
+{
+    const char *where = s->defn_name
+                            ? apr_psprintf(s->process->pconf, " (%s:%u)",
+                                           s->defn_name, s->defn_line_number)
+                            : "";
+    const char *host = s->server_hostname ? s->server_hostname : "*";
+
+    if (!sconf->files[0]) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with a "
+                                           "random secret made at start-up: "
+                                           "a restart ends the tokens in "
+                                           "flight, and servers behind one "
+                                           "load balancer reject each "
+                                           "other's; set PdfTokenSecretFile",
+                     host, where);
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                 PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with the "
+                                       "secret in %s%s%s",
+                 host, where, sconf->files[0],
+                 sconf->files[1] ? "; previous secret accepted for "
+                                   "verification: "
+                                 : "",
+                 sconf->files[1] ? sconf->files[1] : "");
+}
+
 /*
  * Servers without PdfTokenSecretFile share one random key, made here in
  * the parent so that every child of every MPM inherits the same one.  A
@@ -1510,6 +1661,7 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         srv_conf *sconf =
             ap_get_module_config(s->module_config, &pdftoken_module);
         if (sconf->nkeys) {
+            log_secret_source(s, sconf);
             continue;
         }
         if (!key) {
@@ -1527,6 +1679,7 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         }
         sconf->keys = key;
         sconf->nkeys = 1;
+        log_secret_source(s, sconf);
     }
     return OK;
 }

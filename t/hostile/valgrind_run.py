@@ -137,6 +137,9 @@ def request_mix(s):
         assert r.status == 200, r
         r = get("/pub/doc.pdf")                         # not protected
         assert r.status == 200, r
+        r = get(doc, headers=[("User-Agent", "ExemptBot/1.0")])  # exempt
+        assert r.status == 200 and r.body == data, r
+        assert "private" in (r.get("Cache-Control") or ""), r
         # Judged after the handler: a sniffed PDF without a type, through
         # mod_deflate, replaced by the 302, then inline and as a download.
         r = get("/late/noext", headers=[("Accept-Encoding", "gzip")])

@@ -57,7 +57,8 @@ def sections():
         heading, _, body = block.partition("\n")
         fields = {}
         for m in re.finditer(r"^\| ([A-Za-z ]+) \| (.*) \|$", body, re.M):
-            fields[m.group(1)] = m.group(2)
+            if m.group(1) in FIELDS:
+                fields[m.group(1)] = m.group(2)
         if "Syntax" in fields:
             out[heading.strip()] = fields
     return out
@@ -137,6 +138,7 @@ def test_defaults_match_the_code():
         "PdfTokenName " + define("NAME_DEFAULT")
     assert s["PdfTokenTypes"]["Default"] == "none beyond the built-in types"
     assert code(s["PdfTokenDynamic"]["Default"]) == "PdfTokenDynamic redirect"
+    assert code(s["PdfTokenExempt"]["Default"]) == "PdfTokenExempt none"
     # The built-in types the reference names are the library's list.
     lib = (REPO / "token.c").read_text()
     m = re.search(r"pdftoken_pdf_types\[\] = \{(.*?)\};", lib, re.S)
@@ -159,6 +161,58 @@ def test_only_real_directives_are_mentioned(path):
     names = set(re.findall(r"\bPdfToken[A-Z]\w*", path.read_text()))
     assert names, "%s mentions no directive at all" % path
     assert names - set(DIRECTIVES) == set(), path
+
+
+# ------------------------------------- one set of directives and defaults
+
+
+def default_of(name):
+    """The reference's default for name, as a value ("10", "Off", ...)."""
+    d = sections()[name]["Default"]
+    if d.startswith("`"):
+        words = code(d).split(None, 1)
+        assert words[0] == name, d
+        return words[1]
+    return d
+
+
+def readme_table():
+    """{directive: default} from the directive table of README.md."""
+    text = (REPO / "README.md").read_text()
+    rows = re.findall(r"^\| `(PdfToken\w+)[^`]*` \| ([^|]+?) \|", text,
+                      re.M)
+    assert len(rows) == len(dict(rows)), rows
+    return dict(rows)
+
+
+def test_readme_table_has_every_directive_with_the_reference_default():
+    table = readme_table()
+    assert set(table) == set(DIRECTIVES), table
+    for name, default in table.items():
+        assert default == default_of(name), (name, default)
+
+
+@pytest.mark.parametrize("path", MENTIONS[2:], ids=lambda p: p.name)
+def test_configuration_files_show_every_directive_with_its_default(path):
+    # Each shipped configuration names every directive, and says its
+    # default in a "# Default: <directive> <value>" line (or, for a
+    # directive whose default is no value, the reference's wording).
+    text = path.read_text()
+    for name in DIRECTIVES:
+        assert re.search(r"^\s*#?\s*%s\b" % name, text, re.M), (path, name)
+        m = re.findall(r"^\s*# Default: %s (.+)$" % name, text, re.M)
+        assert m == [default_of(name)], (path, name, m)
+
+
+def test_one_whitespace_rule_and_one_rotation_everywhere():
+    rule = "trailing spaces, tabs, CR and LF are not part of it"
+    for path in [REPO / "README.md", REFERENCE] + MENTIONS[2:]:
+        text = re.sub(r"\s*\n\s*#?\s*", " ", path.read_text())
+        assert rule in text, path
+        # The secret and the previous secret have one name each, everywhere.
+        names = set(re.findall(r"pdftoken\.secret[\w.]*", text))
+        assert names <= {"pdftoken.secret", "pdftoken.secret.old"}, \
+            (path, names)
 
 
 # ------------------------------------------------- examples are valid
