@@ -107,9 +107,12 @@ deb:
 	mv $(BUILD)/deb/libapache2-mod-pdftoken_*.deb $(BUILD)/
 	@ls $(BUILD)/libapache2-mod-pdftoken_*.deb
 
-# Installs that package into this machine's apache2 (dpkg -i, a2enmod),
-# serves a PDF through it on 127.0.0.1, and puts the machine back as it
-# was.  Needs root, like CI.
+# Installs that package into this machine's apache2 (dpkg -i twice,
+# a2enmod, apache2ctl configtest, a graceful reload, a restart, a2dismod,
+# dpkg --purge) with one site on 127.0.0.1, checks `make install` + a2enmod
+# on the live system, and puts the machine back as it was: /etc/apache2,
+# /var/lib/apache2 and the module directory end as they started, and a
+# stock apache2 that runs is never touched.  Needs root, like CI.
 deploy-test: deb
 	@sh t/deps.sh integration
 	PDFTOKEN_DEB="$$(ls $(BUILD)/libapache2-mod-pdftoken_*.deb)" \

@@ -132,3 +132,48 @@ def test_make_install_then_a2enmod_passes_configtest():
                     os.unlink(p)
             system.remove_new_empty_dirs(before, "/var/lib/apache2")
         assert system.diff(before, system.snapshot()) == []
+
+
+def test_example_configuration_passes_configtest_with_apxs_layout():
+    """conf/pdftoken.conf.example in an httpd laid out as one built from
+    source: ServerRoot holds the secret, the module is loaded by the
+    absolute path make install used (the example's LoadModule line, its
+    path replaced), nothing from /etc/apache2."""
+    lib = libexecdir()
+    dest = Path(tempfile.mkdtemp(prefix="pdftoken-apxs-"))
+    try:
+        system.run(["make", "-C", str(system.REPO), "install",
+                    "DESTDIR=%s" % dest, "APACHE_MODS_AVAILABLE="],
+                   timeout=300)
+        root = dest / "serverroot"
+        root.mkdir()
+        (root / "pdftoken.secret").write_text("c" * 64 + "\n")
+        example = (system.REPO / "conf" /
+                   "pdftoken.conf.example").read_text()
+        line = re.compile(r"^#LoadModule pdftoken_module (\S+)$", re.M)
+        assert len(line.findall(example)) == 1, "no LoadModule line"
+        so = "%s%s/mod_pdftoken.so" % (dest, lib)
+        (root / "pdftoken.conf").write_text(
+            line.sub("LoadModule pdftoken_module " + so, example))
+        (root / "httpd.conf").write_text(
+            "ServerRoot %s\n"
+            "LoadModule mpm_event_module %s/mod_mpm_event.so\n"
+            "LoadModule authz_core_module %s/mod_authz_core.so\n"
+            "ServerName 127.0.0.1\n"
+            "Listen 127.0.0.1:80\n"
+            "ErrorLog %s/error.log\n"
+            "Include pdftoken.conf\n"
+            % (root, lib, lib, root))
+        rc, out = system.run(["/usr/sbin/apache2", "-t", "-f",
+                              str(root / "httpd.conf")], check=False,
+                             timeout=60)
+        assert rc == 0 and "Syntax OK" in out, out
+        # Without the module the same file fails configtest by name:
+        # the example is unwrapped on purpose.
+        (root / "pdftoken.conf").write_text(example)
+        rc, out = system.run(["/usr/sbin/apache2", "-t", "-f",
+                              str(root / "httpd.conf")], check=False,
+                             timeout=60)
+        assert rc != 0 and "Invalid command 'PdfTokenSecretFile'" in out, out
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
