@@ -626,6 +626,11 @@ static void add_watch(request_rec *r, watch_mode mode)
     ctx->self_sniff = 0;
     ctx->headlen = 0;
     ctx->held = NULL;
+    /* mod_cache's CACHE_SAVE, added by its quick handler before this
+     * fixup, runs before the watch filter and decides on the handler's
+     * headers alone: it would store a PDF judged here (inline, download,
+     * or the output a redirect replaces) and serve it without a token. */
+    r->no_cache = 1;
     /* The sniff filter only for what may lack a valid type: no type yet,
      * or a handler that names its own.  A static file that mod_mime typed
      * keeps its type (and should a later filter drop it, the watch filter
