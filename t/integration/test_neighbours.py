@@ -129,6 +129,9 @@ Header always set X-Frame-Options "SAMEORIGIN"
 <Directory "@DOCROOT@/prot/own">
     Header set Referrer-Policy "no-referrer"
 </Directory>
+<Directory "@DOCROOT@/prot/frag">
+    PdfTokenFragment safe
+</Directory>
 <Directory "@DOCROOT@/open">
     Options +ExecCGI
     AddHandler cgi-script .cgi
@@ -197,7 +200,8 @@ def _owned_by_www_data(path):
         path.chmod(0o777)
 
 
-@pytest.fixture(scope="module", params=VARIANTS, ids=[v.name for v in VARIANTS])
+@pytest.fixture(scope="module", params=VARIANTS,
+                ids=[v.name for v in VARIANTS])
 def srv(pool, request):
     v = request.param
     modules = ["unique_id", "security2", "deflate", "filter", "cache",
@@ -215,6 +219,7 @@ def srv(pool, request):
     f = s.files = {}
     f["doc"] = s.write_pdf("prot/doc.pdf", "neighbours doc")
     f["own"] = s.write_pdf("prot/own/doc.pdf", "own referrer policy")
+    f["frag"] = s.write_pdf("prot/frag/doc.pdf", "fragment page")
     f["scan"] = s.write_pdf("prot/scan", "no type, found by its bytes")
     f["open"] = s.write_pdf("open/doc.pdf", "unprotected")
     f["cgi"] = make_pdf("from a CGI", pages=2)
@@ -379,6 +384,36 @@ def test_site_referrer_policy_is_kept(srv, quiet_waf):
     r, token, cookie = first_view(srv, "/prot/own/doc.pdf")
     r2, _ = send(srv, r.location_target(), cookies=[cookie])
     assert_inline(r2, srv.files["own"], referrer_policy="no-referrer")
+
+
+def test_fragment_page_passes_and_is_never_cached(srv, quiet_waf):
+    """PdfTokenFragment safe: the module's own HTML page (one inline
+    script) goes through response inspection and compression; it is never
+    stored, so each navigation gets a token of its own."""
+    path = "/prot/frag/doc.pdf"
+    nav = [("Sec-Fetch-Dest", "document"), ("Sec-Fetch-Mode", "navigate")]
+    tokens = set()
+    for _ in range(2):
+        r, decision = send(srv, path, headers=nav)
+        assert r.status == 200 and decision == "redirect", r
+        assert "HIT" not in (r.get("X-Cache") or ""), r
+        assert r.gzipped, r
+        assert r.get("Content-Type") == "text/html; charset=utf-8", r
+        assert r.get("Content-Security-Policy"), r
+        assert "no-store" in cache_directives(r), r
+        link = re.search(rb'<a id="pdftoken-continue" href="([^"]*)"',
+                         r.body)
+        assert link, r.body
+        url = link.group(1).decode().replace("&amp;", "&")
+        token = url.split("pdftoken=", 1)[1].rstrip("#")
+        assert ref.verifies(srv.secret, token, path) and token not in tokens
+        tokens.add(token)
+        pair = ref.cookie_pair(token, secure=srv.tls)
+        assert [c for c in r.get_all("Set-Cookie")
+                if c.startswith(pair + ";")], r
+    r2, decision = send(srv, url.split("#")[0], cookies=[pair])
+    assert decision == "pass"
+    assert_inline(r2, srv.files["frag"])
 
 
 def test_token_without_cookie_is_a_download(srv, quiet_waf):
