@@ -1068,9 +1068,11 @@ static void mark_inline(request_rec *r)
      * no-store: the browser's own cache would show it again, long after
      * the token expired and without asking us, to a link that reuses this
      * tokenized URL with an attacker's fragment.  A handler's own
-     * Cache-Control (public, max-age) must not stand beside it. */
+     * Cache-Control (public, max-age) must not stand beside it, nor a
+     * site's "Header always set Cache-Control", which lands in
+     * err_headers_out. */
     apr_table_unset(r->headers_out, "Cache-Control");
-    apr_table_mergen(r->err_headers_out, "Cache-Control", "private, no-store");
+    apr_table_setn(r->err_headers_out, "Cache-Control", "private, no-store");
 }
 
 /* The verdict on the request the browser made: judged once, kept on it,
@@ -1318,9 +1320,10 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
     switch (ctx->mode) {
     case WATCH_PASS:
-        /* The fixup set ours; a script's own (public, max-age) came
-         * later and must not stand beside it. */
-        apr_table_unset(r->headers_out, "Cache-Control");
+        /* The fixup set ours; a script's own (public, max-age) or
+         * mod_headers' (this filter runs after it) came later and must not
+         * stand beside it or replace it. */
+        mark_inline(r);
         add_referrer_policy(r);
         break;
     case WATCH_FALLBACK:
