@@ -669,6 +669,11 @@ static void add_watch(request_rec *r, watch_mode mode)
     ctx->self_sniff = 0;
     ctx->headlen = 0;
     ctx->held = NULL;
+    /* mod_cache's CACHE_SAVE, added by its quick handler before this
+     * fixup, runs before the watch filter and decides on the handler's
+     * headers alone: it would store a PDF judged here (inline, download,
+     * or the output a redirect replaces) and serve it without a token. */
+    r->no_cache = 1;
     /* The sniff filter only for what may lack a valid type: no type yet,
      * or a handler that names its own.  A static file that mod_mime typed
      * keeps its type (and should a later filter drop it, the watch filter
@@ -1143,9 +1148,11 @@ static void mark_inline(request_rec *r)
      * no-store: the browser's own cache would show it again, long after
      * the token expired and without asking us, to a link that reuses this
      * tokenized URL with an attacker's fragment.  A handler's own
-     * Cache-Control (public, max-age) must not stand beside it. */
+     * Cache-Control (public, max-age) must not stand beside it, nor a
+     * site's "Header always set Cache-Control", which lands in
+     * err_headers_out. */
     apr_table_unset(r->headers_out, "Cache-Control");
-    apr_table_mergen(r->err_headers_out, "Cache-Control", "private, no-store");
+    apr_table_setn(r->err_headers_out, "Cache-Control", "private, no-store");
 }
 
 /* The verdict on the request the browser made: judged once, kept on it,
@@ -1397,9 +1404,10 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
     switch (ctx->mode) {
     case WATCH_PASS:
-        /* The fixup set ours; a script's own (public, max-age) came
-         * later and must not stand beside it. */
-        apr_table_unset(r->headers_out, "Cache-Control");
+        /* The fixup set ours; a script's own (public, max-age) or
+         * mod_headers' (this filter runs after it) came later and must not
+         * stand beside it or replace it. */
+        mark_inline(r);
         add_referrer_policy(r);
         break;
     case WATCH_FALLBACK:

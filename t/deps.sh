@@ -9,7 +9,11 @@ set -eu
 pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
 pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
-pkgs_integration="apache2 python3 python3-pytest curl openssl php8.2-fpm"
+# libapache2-mod-security2 and modsecurity-crs: test_neighbours.py runs the
+# module beside ModSecurity and the OWASP CRS in its own server (installing
+# them enables security2 in the system apache2, which the tests never use).
+pkgs_integration="apache2 python3 python3-pytest curl openssl php8.2-fpm
+ libapache2-mod-security2 modsecurity-crs"
 pkgs_bench="wrk valgrind"
 pkgs_lint="clang-format cppcheck"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
