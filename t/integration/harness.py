@@ -99,6 +99,7 @@ class Response:
         self.request_head = request_head
         self.raw = raw
         self.http09 = False
+        self.protocol = "HTTP/1.1"
         if not raw.startswith(b"HTTP/"):
             # httpd answers a request line without a version (which is how
             # it reads a request line cut short by a raw CR LF) the HTTP/0.9
@@ -139,6 +140,12 @@ class Response:
             self.body = rest
         else:
             self.body = rest
+        self.protocol = lines[0].split(b" ")[0].decode("latin-1")
+        self._remember_tokens()
+
+    def _remember_tokens(self):
+        # Every token the server hands out must stay out of its error log
+        # (Httpd.log_problems).
         for name in ("Location", "Set-Cookie"):
             for value in self.get_all(name):
                 for t in re.findall(r"[A-Za-z0-9_-]{60,}", value):
@@ -230,15 +237,33 @@ def parse_set_cookie(value):
     return name.strip(), val.strip(), attrs
 
 
-def raw_request(port, data, tls=False, timeout=20):
-    """Send `data` as the whole request, byte for byte; return the Response."""
+def tls_context(cafile, alpn=None):
+    """A client context that trusts the test server's own certificate
+    (`cafile`, made by Httpd) and checks it, name included: never a
+    context with the checks turned off."""
+    if not cafile:
+        raise AssertionError("a TLS request needs the server's certificate "
+                             "as its CA file")
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    return ctx
+
+
+def tls_wrap(sock, cafile, alpn=None):
+    # The certificate names IP:127.0.0.1, the only address servers bind.
+    return tls_context(cafile, alpn).wrap_socket(sock,
+                                                 server_hostname="127.0.0.1")
+
+
+def raw_request(port, data, tls=False, timeout=20, cafile=None):
+    """Send `data` as the whole request, byte for byte; return the Response.
+
+    With tls, `cafile` is the server's certificate (Httpd.cert)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         if tls:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            sock = ctx.wrap_socket(sock, server_hostname="localhost")
+            sock = tls_wrap(sock, cafile)
         sock.sendall(data)
         chunks = []
         while True:
@@ -259,7 +284,8 @@ def _to_bytes(value):
 
 
 def http_request(port, method="GET", target="/", headers=(), body=b"",
-                 host=None, tls=False, timeout=20, add_content_length=None):
+                 host=None, tls=False, timeout=20, add_content_length=None,
+                 cafile=None):
     """Send one request (Connection: close) and return its Response.
 
     target and header values may be bytes, so that a test can put any byte
@@ -281,10 +307,7 @@ def http_request(port, method="GET", target="/", headers=(), body=b"",
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         if tls:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            sock = ctx.wrap_socket(sock, server_hostname="localhost")
+            sock = tls_wrap(sock, cafile)
         sock.sendall(head + body)
         chunks = []
         while True:
@@ -667,13 +690,15 @@ class Httpd:
         if cookies:
             headers.append(("Cookie", "; ".join(cookies)))
         return http_request(self.port, method, target, headers=headers,
-                            body=body, host=host, tls=self.tls, **kw)
+                            body=body, host=host, tls=self.tls,
+                            cafile=self.cert if self.tls else None, **kw)
 
     def get(self, target, **kw):
         return self.request("GET", target, **kw)
 
     def raw(self, data):
-        return raw_request(self.port, data, tls=self.tls)
+        return raw_request(self.port, data, tls=self.tls,
+                           cafile=self.cert if self.tls else None)
 
     def head(self, target, **kw):
         return self.request("HEAD", target, **kw)
