@@ -9,7 +9,7 @@ set -eu
 pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
 pkgs_unit="check python3"
 pkgs_fuzz="clang libclang-rt-dev"
-pkgs_integration="apache2 python3 python3-pytest curl openssl php8.2-fpm"
+pkgs_integration="apache2 python3 python3-pytest python3-h2 curl openssl php8.2-fpm"
 pkgs_bench="wrk valgrind"
 pkgs_lint="clang-format cppcheck"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
