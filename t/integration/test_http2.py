@@ -16,9 +16,10 @@ the client saw it and as the access log wrote it (%H):
   before the handler (the module's fixup redirect, R1/R4, and its `deny`)
   gets its answer over HTTP/1.1: core switches protocols in its upgrade
   handler, which a fixup's answer never reaches.  The follow-up upgrades.
-  An upgraded connection serves that first stream only: httpd answers the
-  next one with GOAWAY (NO_ERROR, last stream 1), module or not, so the
-  multiplexed tests run over h2 and h2c.
+  An upgraded connection rarely lives past that first stream: httpd ends
+  it with GOAWAY (NO_ERROR, last stream 1) as soon as it has to wait for
+  the client, module or not, so the multiplexed tests and the big
+  documents run over h2 and h2c.
 - prefork: mod_http2 says at start-up (AH10034) that the MPM is not
   supported and that HTTP/2 "will be inactive": ALPN and the Upgrade give
   HTTP/1.1, and the module answers exactly as over HTTP/1.1.  A client
@@ -68,8 +69,8 @@ EXPECTED = {
 }
 
 # The modes that give a multiplexed HTTP/2 connection under this MPM.  Not
-# the upgrade: httpd ends an upgraded connection after its first stream
-# (test_upgraded_connection_serves_its_first_stream_only).
+# the upgrade: httpd mostly ends an upgraded connection after its first
+# stream (test_upgraded_connection_ends_gracefully_if_at_all).
 MUX_MODES = [m for m in ("h2", "h2c")
              if EXPECTED[(MPM, m)]["handler"] == "HTTP/2"]
 
@@ -527,7 +528,7 @@ def test_big_pdf_redirect_then_whole_document(env, mode, target):
     """A 2.4 MB PDF, static and from PHP: the 302 carries none of it, the
     inline answer all of it, through HTTP/2 flow control; a Range for its
     last bytes is served with the token alone.  (Not after an Upgrade:
-    see test_upgraded_connection_serves_its_first_stream_only.)"""
+    see test_upgraded_connection_ends_gracefully_if_at_all.)"""
     data = env["files"]["big"]
     assert len(data) > 2000000
     r, token, cookie = first_visit(env, mode, target)
@@ -541,17 +542,18 @@ def test_big_pdf_redirect_then_whole_document(env, mode, target):
         assert decision == "range"
 
 
-def test_upgraded_connection_serves_its_first_stream_only(env):
+def test_upgraded_connection_ends_gracefully_if_at_all(env):
     """An Upgrade on a dynamic PDF's first view.  Under event httpd takes
-    it (the handler runs) and the module's 302 is stream 1, whole, with
-    no DATA; then httpd ends the connection at the client's next stream
-    with GOAWAY(NO_ERROR, last stream 1), with or without this module
-    (measured: httpd 2.4.71, mod_http2 2.0.42), and clients, curl among
-    them, open a new one.  The same end comes to an upgraded stream that
-    has to wait for the client's WINDOW_UPDATE: measured, a 2.4 MB PDF
-    stopped after 64 to 150 KB, with or without this module, depending on
-    timing (curl, with its 32 MiB window, got it whole), so big answers
-    are tested over h2 and h2c only.  Under prefork the Upgrade is
+    it (the handler runs) and the module's 302 is stream 1, whole, with no
+    DATA.  What httpd does with the upgraded connection next is a race of
+    its own: measured (httpd 2.4.71, mod_http2 2.0.42, with or without
+    this module), a second stream is answered about one time in ten; the
+    other times httpd says GOAWAY (NO_ERROR, last stream 1, "timeout") as
+    soon as it has to wait for the client, and a stream that must wait for
+    a WINDOW_UPDATE (a 2.4 MB PDF) is cut short the same way (curl, with
+    its 32 MiB window, usually gets it whole).  Either way the end must be
+    graceful, and a new connection serves the request.  Big answers are
+    therefore tested over h2 and h2c.  Under prefork the Upgrade is
     declined and the 302 comes over HTTP/1.1."""
     server = env["upgrade"]
     c = harness.H2Client(server, "upgrade")
@@ -568,14 +570,18 @@ def test_upgraded_connection_serves_its_first_stream_only(env):
         assert sid == 1 and r.protocol == "HTTP/2", r
         assert 1 not in c.received, c.received
         sid = c.send("GET", "/open/hello.txt")
-        with pytest.raises(AssertionError, match="GOAWAY"):
-            c.collect([sid])
-        assert (c.goaway, c.goaway_last) == (0, 1), (c.goaway, c.goaway_last)
+        try:
+            [r2] = c.collect([sid])
+        except AssertionError:
+            assert (c.goaway, c.goaway_last) == (0, 1), \
+                (c.goaway, c.goaway_last)
+            r2 = None
         assert not c.resets, c.resets
     finally:
         c.close()
-    r, _ = fetch(env, "h2c", "GET", "/open/hello.txt")
-    assert r.status == 200 and r.body == b"hello\n", r
+    if r2 is None:
+        r2, _ = fetch(env, "upgrade", "GET", "/open/hello.txt")
+    assert r2.status == 200 and r2.body == b"hello\n", r2
 
 
 @pytest.mark.parametrize("mode", MODES)
