@@ -260,6 +260,12 @@ def h2_session(env, mode):
     return c
 
 
+def assert_canonical(server, r, clean):
+    """R2, R3, R5: one Link naming the URL without the token."""
+    links = [v for v in r.get_all("Link") if 'rel="canonical"' in v]
+    assert links == ['<%s>; rel="canonical"' % server.url(clean)], r
+
+
 def assert_clean(c):
     """The connection is alive: no GOAWAY, no stream reset, a PING
     answered."""
@@ -325,6 +331,7 @@ def test_r2_inline_with_matching_cookie(env, mode):
     assert_inline(r2, env["files"]["doc"])
     assert {"private", "no-store"} <= cache_directives(r2), r2
     assert r2.get_all("Set-Cookie") == [], r2
+    assert_canonical(env[mode], r2, "/prot/doc.pdf")
     assert decision == "pass"
 
 
@@ -333,6 +340,7 @@ def test_r3_fallback_without_cookie_is_a_download(env, mode):
     r, token, cookie = first_visit(env, mode, "/prot/doc.pdf")
     r2, decision = fetch(env, mode, "GET", r.location_target())
     assert_attachment(r2, env["files"]["doc"], filename="doc.pdf")
+    assert_canonical(env[mode], r2, "/prot/doc.pdf")
     assert decision == "fallback"
 
 
@@ -363,6 +371,7 @@ def test_r5_range_with_token_is_206(env, mode):
     assert r2.get("Content-Range") == "bytes 100-299/%d" % len(data), r2
     assert r2.body == data[100:300]
     assert r2.get_all("Set-Cookie") == [] and r2.get("Location") is None
+    assert_canonical(env[mode], r2, "/prot/doc.pdf")
     assert decision == "range"
 
 
@@ -444,9 +453,11 @@ def test_dynamic_redirect_inline_and_fallback(env, mode, name, path, query,
     r2, decision = fetch(env, mode, "GET", r.location_target(),
                          cookies=[cookie])
     assert_inline(r2, env["files"][key])
+    assert_canonical(env[mode], r2, dyn_target(path, query))
     assert decision == "pass"
     r3, decision = fetch(env, mode, "GET", r.location_target())
     assert_attachment(r3, env["files"][key])
+    assert_canonical(env[mode], r3, dyn_target(path, query))
     assert decision == "fallback"
 
 
