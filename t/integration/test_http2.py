@@ -120,8 +120,10 @@ out.write(data)
 TROUBLE = re.compile(r"\[[a-z_0-9]+:(error|crit|alert|emerg)\]"
                      r"|\[http2:warn\]")
 # But one: mod_proxy_fcgi logs at error level that the module stopped the
-# PHP script's output (AP_FILTER_ERROR, -102) to send its 302 instead,
-# over HTTP/1.1 as over HTTP/2 (README, "Known noise").
+# PHP script's output (AP_FILTER_ERROR, -102) to send its 302 instead, one
+# line per first view of a PHP-made PDF, over HTTP/1.1 as over HTTP/2.
+# Not mod_http2's, and not new here; the module would have to let PHP run
+# to its end to avoid it.
 KNOWN = re.compile(r"\[proxy_fcgi:error\] .*\(-102\)Unknown error -102: .*"
                    r"AH01075: Error dispatching request to :\d+: \(passing "
                    r"brigade to output filters\)$")
