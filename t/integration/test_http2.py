@@ -91,6 +91,9 @@ CustomLog "@ROOT@/logs/proto.log" proto
 <Directory "@DOCROOT@/deny">
     PdfTokenProtect On
     PdfTokenFallback deny
+    <FilesMatch "\.php$">
+        SetHandler "@PHP@"
+    </FilesMatch>
 </Directory>
 <Directory "@DOCROOT@/safe">
     PdfTokenProtect On
@@ -159,6 +162,8 @@ def env(pool):
         s.write("prot/big.php",
                 PHP_INVOICE % str(s.root / "data" / "big.pdf"))
         s.write("prot/invoice.php",
+                PHP_INVOICE % str(s.root / "data" / "php.pdf"))
+        s.write("deny/invoice.php",
                 PHP_INVOICE % str(s.root / "data" / "php.pdf"))
         s.write("prot/report.cgi",
                 CGI_REPORT % str(s.root / "data" / "cgi.pdf"), mode=0o755)
@@ -387,6 +392,21 @@ def test_fallback_deny_answers_403(env, mode):
     r3, decision = fetch(env, mode, "GET", r.location_target(),
                          cookies=[cookie])
     assert_inline(r3, env["files"]["deny"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dynamic_fallback_deny_answers_403_in_place_of_the_pdf(env, mode):
+    """The output filter's other replacement: a 403 instead of the PHP
+    script's PDF, with none of its bytes."""
+    r, token, cookie = first_visit(env, mode, "/deny/invoice.php?id=4",
+                                   path="/deny/invoice.php", query="id=4")
+    r2, decision = fetch(env, mode, "GET", r.location_target())
+    assert r2.status == 403, r2
+    assert b"%PDF" not in r2.body and decision == "deny", r2
+    assert r2.get("Content-Disposition") is None, r2
+    r3, decision = fetch(env, mode, "GET", r.location_target(),
+                         cookies=[cookie])
+    assert_inline(r3, env["files"]["php"])
 
 
 @pytest.mark.parametrize("mode", MODES)
