@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import puppeteer from 'puppeteer-core';
+import { launchWebKit, VIEWER_PREFIX } from './webkit.mjs';
 
 const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const B = cfg.browser;
@@ -152,6 +153,16 @@ function withTimeout(promise, ms, what) {
       timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+// The URL of a tab now: puppeteer knows it, WebDriver (WebKit) is asked.
+async function urlOf(page) {
+  return B === 'webkit' ? page.currentUrl() : page.url();
+}
+
+// The frames of a page (puppeteer's frames(); WebKit's adapter asks).
+async function framesOf(page) {
+  return page.frames();
 }
 
 // The fragment of a URL: null when there is no '#', '' when it is empty.
@@ -318,7 +329,7 @@ async function renderedShot(page, name, timeout = 8000) {
 // the state of the browser's PDF viewer, if any (title is the PDF's /Title
 // once the viewer has parsed the document; page is the current page).
 async function viewerState(page, frameOrGetter) {
-  const frame = typeof frameOrGetter === 'function' ? frameOrGetter() : frameOrGetter;
+  const frame = typeof frameOrGetter === 'function' ? await frameOrGetter() : frameOrGetter;
   if (!frame) throw new Error('no such frame (yet)');
   const doc = await withTimeout(frame.evaluate(() => {
     const app = window.PDFViewerApplication; // Firefox's pdf.js
@@ -333,6 +344,25 @@ async function viewerState(page, frameOrGetter) {
       pages: app && app.pdfDocument ? app.pagesCount : null,
     };
   }), 3000, 'evaluating in the frame');
+  if (B === 'webkit' && doc.contentType === 'application/pdf') {
+    // WebKit's built-in pdf.js runs in an iframe of the PDF's document
+    // (webkit-pdfjs-viewer://pdfjs/web/viewer.html); its /Title and page
+    // are read there, as in Firefox.
+    doc.title = null;
+    doc.page = null;
+    const idx = await withTimeout(frame.evaluate((prefix) => [...document.querySelectorAll('iframe')]
+      .findIndex((f) => (f.getAttribute('src') || '').startsWith(prefix)), VIEWER_PREFIX),
+                                  3000, 'finding the PDF viewer');
+    if (idx >= 0) {
+      const viewer = await withTimeout(page._inFrame([...frame.path, idx], (d) => d.executeScript(`
+        const app = window.PDFViewerApplication;
+        return app && app.pdfDocument ? {
+          title: (app.documentInfo && app.documentInfo.Title) || null,
+          page: app.page, pages: app.pagesCount } : { title: null, page: null, pages: null };`)),
+                                       3000, 'evaluating in the PDF viewer');
+      Object.assign(doc, viewer);
+    }
+  }
   if (B === 'chromium' && doc.contentType === 'application/pdf') {
     // Chromium's viewer is an extension frame inside the PDF's frame.
     const ext = page.frames().find((f) => f.parentFrame() === frame &&
@@ -392,7 +422,8 @@ async function waitForViewer(page, frameOrGetter, label, timeout = 15000) {
 
 // ------------------------------------------------------------- browsers
 
-async function launch(name, { blockCookies = false, noScript = false, downloadEvents = false } = {}) {
+async function launch(name, { blockCookies = false, noScript = false, downloadEvents = false,
+                               proxy = null } = {}) {
   const dir = path.join(cfg.workdir, name);
   const profile = path.join(dir, 'profile');
   const downloads = path.join(dir, 'downloads');
@@ -400,7 +431,18 @@ async function launch(name, { blockCookies = false, noScript = false, downloadEv
   fs.mkdirSync(profile, { recursive: true });
   const events = [];
   let browser;
-  if (B === 'chromium') {
+  if (B === 'webkit') {
+    // MiniBrowser's own options: its cookie policy (the default,
+    // no-third-party, like Safari's; "never" blocks all) and WebKit's
+    // enable-javascript setting.  Downloads are saved without asking in
+    // GLib's download directory, set to ours; they raise no event.
+    browser = await launchWebKit({
+      dir, downloads, sinkPort: cfg.sinkPort, proxy,
+      args: [...(blockCookies ? ['--cookies-policy=never'] : []),
+             ...(noScript ? ['--enable-javascript=false'] : [])],
+      certificates: cfg.certificates || [],
+    });
+  } else if (B === 'chromium') {
     if (blockCookies) {
       // The content setting behind chrome://settings/cookies "Block all".
       fs.mkdirSync(path.join(profile, 'Default'), { recursive: true });
@@ -456,7 +498,7 @@ function downloadsIn(ctx) {
 
 async function newPage(ctx, r) {
   const page = await ctx.browser.newPage();
-  await page.setViewport({ width: 900, height: 700 });
+  if (B !== 'webkit') await page.setViewport({ width: 900, height: 700 });
   page.on('dialog', (d) => {
     r.dialogs.push(`${d.type()}: ${d.message()}`);
     d.dismiss().catch(() => {});
@@ -535,7 +577,7 @@ async function expectInline(r, ctx, page, c, { since = 0, downloadsBefore = [], 
         `expected ${redirectStatus}`);
   const pass = entries.find((e) => e.tag === 'pass');
   check(r, pass && pass.cookieMatch, 'the pass request did not carry the matching cookie');
-  const url = page.url();
+  const url = await urlOf(page);
   const frag = fragmentOf(url);
   if (fragment === undefined) {
     check(r, !frag, `final URL has fragment "#${frag}": ${url}`);
@@ -617,7 +659,8 @@ async function casePage2(ctx) {
     check(r, cview.page === 2,
           `control: unprotected doc.pdf#page=2 opened on page ${cview.page}, so the ` +
           'viewer\'s page cannot be measured');
-    check(r, fragmentOf(ctl.url()) === 'page=2', `control: URL ${ctl.url()}`);
+    const ctlUrl = await urlOf(ctl);
+    check(r, fragmentOf(ctlUrl) === 'page=2', `control: URL ${ctlUrl}`);
     await ctl.close();
     // Protected: the redirect drops #page=2 like any fragment.
     const page = await newPage(ctx, r);
@@ -643,18 +686,20 @@ async function caseProbe(ctx) {
       const rep = await waitFor(() => logFor(p.report)[0], 15000,
                                 `${name}: the probe's report in the access log`);
       reported[name] = rep.params.get('hash');
-      await waitFor(() => page.url().includes('/probe.html'), 5000, 'the probe page');
+      await waitFor(async () => (await urlOf(page)).includes('/probe.html'), 5000, 'the probe page');
       const shown = await waitFor(
         () => page.evaluate(() => document.getElementById('hash') &&
                             document.getElementById('hash').textContent),
         5000, 'the probe to show the hash');
       await sleep(400); // the probe's eval runs on a timer
+      if (B === 'webkit') await page.flushDialogs(); // WebDriver sees an alert on a command
+      const finalUrl = await urlOf(page);
       const seq = decisions(logFor(p.path));
       if (name === 'c4') {
         check(r, reported[name] === '', `probe reported hash ${JSON.stringify(reported[name])}`);
         check(r, shown === '""', `probe page shows hash ${shown}`);
-        check(r, fragmentOf(page.url()) === '' || fragmentOf(page.url()) === null,
-              `final URL ${page.url()}`);
+        check(r, fragmentOf(finalUrl) === '' || fragmentOf(finalUrl) === null,
+              `final URL ${finalUrl}`);
         check(r, JSON.stringify(seq) === JSON.stringify(['redirect', 'pass']),
               `access log: expected [redirect, pass], got ${JSON.stringify(seq)}`);
         const pass = logFor(p.path).find((e) => e.tag === 'pass');
@@ -732,10 +777,12 @@ async function caseTwoTabs(ctx) {
     const passes = entries.filter((e) => e.tag === 'pass');
     check(r, passes.every((e) => e.cookieMatch), 'a pass without its matching cookie');
     check(r, passes.length === 2 && passes[0].token !== passes[1].token, 'the two tabs got one token');
-    const tokens = pages.map((p) => queryToken(p.url()));
-    check(r, pages.every((p) => !fragmentOf(p.url())), 'a tab ended with a fragment');
+    const urls = [];
+    for (const p of pages) urls.push(await urlOf(p));
+    const tokens = urls.map((u) => queryToken(u));
+    check(r, urls.every((u) => !fragmentOf(u)), 'a tab ended with a fragment');
     check(r, new Set(tokens).size === 2 && tokens.every((t) => passes.some((e) => e.token === t)),
-          `the tabs are not on the two passed URLs: ${pages.map((p) => p.url())}`);
+          `the tabs are not on the two passed URLs: ${urls}`);
     for (const [i, page] of pages.entries()) {
       await page.bringToFront();
       const stats = await renderedShot(page, `c6a-tab${i + 1}`);
@@ -758,18 +805,19 @@ async function caseTwoIframes(ctx) {
     check(r, await gate.done === 'all held', 'the two follow-up requests were not both held (gate timed out)');
     await waitFor(() => logFor(c.path).filter((e) => TERMINAL.has(e.tag)).length >= 2,
                   15000, 'two pass/fallback lines');
-    const pdfFrames = () => page.frames().filter(
-      (x) => x.parentFrame() === page.mainFrame() && x.url().startsWith(c.url));
+    const pdfFrames = async () => (await framesOf(page)).filter(
+      (x) => x.parentFrame() === page.mainFrame() && x.url() && x.url().startsWith(c.url));
     // Both iframes end on their own tokenized URL: follow each by its URL
     // (a frame object can be replaced when the document moves process).
-    const urls = await waitFor(() => {
-      const u = pdfFrames().map((f) => f.url());
+    const urls = await waitFor(async () => {
+      const u = (await pdfFrames()).map((f) => f.url());
       return u.length === 2 && u.every((x) => queryToken(x)) && u[0] !== u[1] ? u : null;
     }, 10000, 'two iframes on tokenized PDF URLs');
     const views = [];
     for (const [i, url] of urls.entries()) {
       try {
-        views.push(await waitForViewer(page, () => pdfFrames().find((f) => f.url() === url), c.label));
+        views.push(await waitForViewer(page, async () => (await pdfFrames()).find((f) => f.url() === url),
+                                       c.label));
       } catch (e) {
         r.failures.push(`iframe ${i + 1}: ${e.message}`);
         views.push(null);
@@ -835,7 +883,7 @@ async function caseStale(ctx) {
         const shot = await renderedShot(page, 'c7a-stale-from-cache');
         r.failures.push('the stale tokenized URL was shown from the browser cache without any ' +
                         `request to the server (R2 sends Cache-Control: private, no max-age; the ` +
-                        `document has Last-Modified 30 days ago): page on ${page.url()}, ` +
+                        `document has Last-Modified 30 days ago): page on ${await urlOf(page)}, ` +
                         `location.hash ${JSON.stringify(v.hash)}, viewer on "${v.title}", ` +
                         `screenshot ${shot.rendered ? 'rendered' : 'blank'}`);
         r.outcome = `NOT healed: served from browser cache, hash ${JSON.stringify(v.hash)}`;
@@ -886,7 +934,7 @@ async function caseCrossSiteIframe(ctx) {
       check(r, e.cookieMatch, `served inline (pass) without the matching cookie: ${e.line}`);
     }
     check(r, seq.filter((t) => t === 'redirect').length <= 1, `a redirect loop: ${JSON.stringify(seq)}`);
-    const frame = page.frames().find((f) => f.parentFrame() === page.mainFrame());
+    const frame = (await framesOf(page)).find((f) => f.parentFrame() === page.mainFrame());
     let view = null;
     if (frame) {
       try {
@@ -948,7 +996,7 @@ async function caseNoCookies() {
         view = await viewerState(page, page.mainFrame());
       } catch { /* navigating */ }
       check(r, !view || view.contentType !== 'application/pdf', 'the PDF is shown inline');
-      r.notes.push(`log ${seq.join(',')}; saved as ${got}; page stays on ${page.url()}`);
+      r.notes.push(`log ${seq.join(',')}; saved as ${got}; page stays on ${await urlOf(page)}`);
       r.outcome = `download (${fb ? fb.disposition.split(';')[0] : '?'}), ${seq.filter((t) => t === 'redirect').length} redirect`;
       await page.close();
     } finally {
@@ -1085,7 +1133,7 @@ async function caseSafeLinks(ctx) {
 async function caseNoScript(mainCtx) {
   await runCase('f5', async (r) => {
     const c = cfg.cases.f5;
-    const own = B === 'firefox';
+    const own = B !== 'chromium';
     const ctx = own ? await launch('noscript', { noScript: true }) : mainCtx;
     try {
       const page = await newPage(ctx, r);
@@ -1097,7 +1145,8 @@ async function caseNoScript(mainCtx) {
       const seq = decisions(logFor(c.path));
       r.outcome = view ? `inline, empty fragment, p.${after.page}, ${seq.filter((t) => t === 'redirect').length} page + ` +
         `${seq.filter((t) => t === 'pass').length} pass` : 'not inline';
-      r.notes.push(own ? 'javascript.enabled=false' : 'page.setJavaScriptEnabled(false)');
+      r.notes.push(B === 'firefox' ? 'javascript.enabled=false' : B === 'webkit'
+        ? 'MiniBrowser --enable-javascript=false' : 'page.setJavaScriptEnabled(false)');
       await page.close();
     } finally {
       if (own) await closeBrowser(ctx);
@@ -1170,8 +1219,13 @@ function matrixDownloads(ctx, server) {
       }
       for (const f of downloadsIn(ctx)) {
         const file = path.join(ctx.downloads, f);
+        // size and time: WebKit saves a later download of the same
+        // name over the earlier one
         let size;
-        try { size = fs.statSync(file).size; } catch { continue; }
+        try {
+          const st = fs.statSync(file);
+          size = `${st.size} ${st.mtimeMs}`;
+        } catch { continue; }
         if (scanned.get(f) === size) continue;
         scanned.set(f, size);
         mark(labelIn(file), 'file');
@@ -1191,7 +1245,9 @@ async function tabState(page) {
     // Firefox's pdf.js, known by its page before its script has run: an
     // octet-stream PDF keeps its content type in the viewer
     pdfjs: !!window.PDFViewerApplication ||
-      !!document.querySelector('script[src^="resource://pdf.js/"]'),
+      !!document.querySelector('script[src^="resource://pdf.js/"]') ||
+      // WebKit's pdf.js, in an iframe of the PDF's document
+      !!document.querySelector('iframe[src^="webkit-pdfjs-viewer:"]'),
   })), 2000, 'reading the tab');
 }
 
@@ -1252,7 +1308,8 @@ async function measureCell(ctx, page, cell, scope, dl, parse) {
         : st.uri.split('&')[0]);
       break;
     }
-    if (st && samePath(st.href, cell.path) && st.ready !== 'loading') {
+    // (WebKit's PDF document never leaves readyState "loading".)
+    if (st && samePath(st.href, cell.path) && (st.ready !== 'loading' || st.pdfjs)) {
       obs.href = st.href;
       // viewerState's test: Chromium's PDF document, or Firefox's pdf.js
       if (st.contentType === 'application/pdf' || st.pdfjs) {
@@ -1485,7 +1542,7 @@ async function main() {
     await closeBrowser(ctx);
   }
   if (!cfg.only || cfg.only.includes('c5')) await caseNoCookies();
-  if (B === 'firefox' && (!cfg.only || cfg.only.includes('f5'))) await caseNoScript(null);
+  if (B !== 'chromium' && (!cfg.only || cfg.only.includes('f5'))) await caseNoScript(null);
   await caseMatrix();
   writeResults();
 }

@@ -95,7 +95,10 @@ import pdftoken_ref  # noqa: E402
 BROWSERS = {
     "chromium": "/usr/bin/chromium",
     "firefox": "/usr/lib/firefox-esr/firefox-esr",
+    # WebKitGTK's MiniBrowser, through its W3C WebDriver server (webkit.mjs)
+    "webkit": "/usr/bin/WebKitWebDriver",
 }
+MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 NODE_TIMEOUT = 600  # seconds for one browser's whole run
 MATRIX_TABS = 4
 MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix
@@ -551,7 +554,8 @@ def alive_browser(pid, exe):
         return False
     real = os.path.realpath(exe)
     return (exe.encode() in cmd or real.encode() in cmd
-            or b"/usr/lib/chromium/chromium" in cmd)
+            or b"/usr/lib/chromium/chromium" in cmd
+            or b"WebKitWebDriver" in cmd or MINIBROWSER.encode() in cmd)
 
 
 def reap_browsers(pidfile, exe):
@@ -575,7 +579,50 @@ def reap_browsers(pidfile, exe):
     return left
 
 
-def run_node(b, config_path, workdir):
+class Xvfb:
+    """An X server of the run's own for WebKit (MiniBrowser has no
+    headless mode): started inside the network namespace, on the first
+    free display (-displayfd), without TCP."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.proc = None
+        self.display = None
+
+    def start(self):
+        r, w = os.pipe()
+        log_file = open(self.workdir / "xvfb.log", "wb")
+        self.proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x1024x24",
+             "-nolisten", "tcp", "-noreset"],
+            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=log_file,
+            stderr=log_file, start_new_session=True)
+        os.close(w)
+        log_file.close()
+        data = b""
+        with os.fdopen(r, "rb") as f:
+            while not data.endswith(b"\n"):
+                chunk = f.read(1)
+                if not chunk:
+                    break
+                data += chunk
+        if not data.strip().isdigit():
+            self.stop()
+            raise SystemExit("Xvfb did not start: %s" % (
+                self.workdir / "xvfb.log").read_text("latin-1")[-500:])
+        self.display = ":" + data.strip().decode()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+def run_node(b, config_path, workdir, display=None):
     """Run cases.mjs for browser b; return (results list, problems)."""
     node = os.environ.get("NODE", "node")
     env = dict(os.environ)
@@ -593,6 +640,8 @@ def run_node(b, config_path, workdir):
                 "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
                 "DISPLAY", "WAYLAND_DISPLAY"):
         env.pop(var, None)
+    if display:
+        env["DISPLAY"] = display
     problems = []
     proc = subprocess.Popen([node, str(HERE / "cases.mjs"), str(config_path)],
                             stdin=subprocess.DEVNULL, env=env,
@@ -707,8 +756,12 @@ def judge_matrix(browsers, cells, recording, table, partial=False):
             seen = _observed(table, "m1", b)
             for c in recording or []:
                 o = seen.get(c["id"], {})
-                want, now = c["outcomes"][b], o.get("outcome")
-                if now != want:
+                want, now = c["outcomes"].get(b), o.get("outcome")
+                if want is None:
+                    r["failures"].append(
+                        "%s: no %s column in %s: record it with "
+                        "--record-matrix" % (c["id"], b, matrix.TSV.name))
+                elif now != want:
                     r["failures"].append(
                         "%s (%s): recorded %s, now %s"
                         % (c["id"], matrix.describe(c), want, _show(o)))
@@ -952,15 +1005,22 @@ def main():
     table = {}
     versions = {}
     workdir = harness.make_workdir()
-    httpd = attacker = sink = php = backend = None
+    httpd = attacker = sink = php = backend = xvfb = None
     try:
-        missing = [p for p in [HERE / "node_modules" / "puppeteer-core"]
-                   + [Path(BROWSERS[b]) for b in browsers] if not p.exists()]
+        need = [HERE / "node_modules" / "puppeteer-core"]
+        need += [Path(BROWSERS[b]) for b in browsers]
+        if "webkit" in browsers:
+            need += [HERE / "node_modules" / "selenium-webdriver",
+                     Path(MINIBROWSER), Path(shutil.which("Xvfb") or "Xvfb")]
+        missing = [p for p in need if not p.exists()]
         if missing:
             raise SystemExit(
                 "missing: %s (run `make browser`, which installs Debian's "
-                "chromium and firefox-esr and runs `npm ci --prefix "
-                "t/browser`)" % ", ".join(map(str, missing)))
+                "chromium, firefox-esr, webkit2gtk-driver and xvfb and runs "
+                "`npm ci --prefix t/browser`)" % ", ".join(map(str, missing)))
+        if "webkit" in browsers:
+            xvfb = Xvfb(workdir)
+            xvfb.start()
         httpd = harness.Httpd(workdir / "httpd", modules=(
             "asis", harness.cgi_module(), "proxy", "proxy_http",
             "proxy_fcgi"))
@@ -1015,7 +1075,8 @@ def main():
             path.write_text(json.dumps(cfg, indent=1))
             log("== %s" % b)
             t0 = time.time()
-            data, problems = run_node(b, path, workdir)
+            data, problems = run_node(b, path, workdir,
+                                      xvfb.display if b == "webkit" else None)
             versions[b] = data.get("version", "unknown")
             for r in data.get("results", []):
                 table[(r["id"], b)] = r
@@ -1041,6 +1102,8 @@ def main():
     except KeyboardInterrupt as e:
         failures.append("interrupted (%s)" % e)
     finally:
+        if xvfb:
+            xvfb.stop()
         if sink:
             sink.stop()
         if attacker:
