@@ -22,6 +22,7 @@
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { Builder, By, error as wdError } from 'selenium-webdriver';
@@ -340,5 +341,80 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
   } catch (e) {
     child.kill('SIGKILL');
     throw new Error(`${e.message}; WebKitWebDriver said: ${stderr.trim().slice(-500)}`);
+  }
+}
+
+// A forward proxy on loopback for one WebKit session, that can hold
+// requests: WebDriver classic cannot intercept a request the way
+// puppeteer's setRequestInterception does, so the cases that must hold
+// the tokenized follow-ups of two visits (c6a, c6b) send that session's
+// traffic through this.  Only loopback origins are forwarded.
+export class GateProxy {
+  constructor() {
+    this.rule = null;
+    this.refused = [];
+    this.server = http.createServer((req, res) => this._handle(req, res));
+    // no CONNECT: the cases that use it are plain HTTP
+    this.server.on('connect', (req, sock) => {
+      this.refused.push(`CONNECT ${req.url}`);
+      sock.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
+    });
+  }
+
+  start() {
+    return new Promise((resolve) => {
+      this.server.listen(0, '127.0.0.1', () => {
+        this.port = this.server.address().port;
+        resolve(this.port);
+      });
+    });
+  }
+
+  stop() {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  // Hold every request for a URL that starts with `prefix` and carries a
+  // pdftoken until `n` of them wait, then let them go; { done } resolves
+  // to 'all held', or to 'timeout' after 10 s (then it lets them go too).
+  hold(prefix, n) {
+    let release;
+    const gate = new Promise((res) => { release = res; });
+    const timer = setTimeout(() => release('timeout'), 10000);
+    this.rule = { prefix, n, held: 0, release, gate };
+    return { done: gate.finally(() => { clearTimeout(timer); }) };
+  }
+
+  async _handle(req, res) {
+    let u;
+    try {
+      u = new URL(req.url);
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    if (u.protocol !== 'http:' || !['127.0.0.1', 'localhost'].includes(u.hostname)) {
+      this.refused.push(`${req.method} ${req.url}`);
+      res.writeHead(403, { 'Content-Length': '0' }).end();
+      return;
+    }
+    const rule = this.rule;
+    if (rule && req.url.startsWith(rule.prefix) && u.searchParams.has('pdftoken')) {
+      rule.held += 1;
+      if (rule.held === rule.n) rule.release('all held');
+      await rule.gate;
+    }
+    const headers = { ...req.headers };
+    delete headers['proxy-connection'];
+    const up = http.request({
+      host: '127.0.0.1', port: u.port || 80, method: req.method,
+      path: u.pathname + u.search, headers,
+    }, (ur) => {
+      res.writeHead(ur.statusCode, ur.statusMessage, ur.rawHeaders);
+      ur.pipe(res);
+    });
+    up.on('error', () => { try { res.writeHead(502).end(); } catch { /* sent */ } });
+    req.pipe(up);
   }
 }
