@@ -544,16 +544,22 @@ async function runCase(id, fn, timeout = CASE_TIMEOUT) {
 // What an engine cannot do, measured in this run (never assumed): the
 // check it stands for is not made, the rest of the case still is, and
 // run.py prints the reason in the table instead of "ok".
-function limit(r, reason) {
-  if (!r.limits.includes(reason)) r.limits.push(reason);
+// `tag` is the few words the table cell shows, `reason` the full line
+// printed under the table.
+function limit(r, [tag, reason]) {
+  if (!r.limits.includes(reason)) {
+    r.limits.push(reason);
+    r.limitTags = [...(r.limitTags || []), tag];
+  }
 }
 
 // WebKit's built-in pdf.js opens every PDF on page 1: its viewer frame is
 // viewer.html?file= without the document's fragment.  Measured once per
 // run on the unprotected control document (c3's): does #page=2 show page 2?
 let pageFragmentShown = null;
-const NO_PAGE_FRAGMENT = 'WebKit\'s PDF viewer ignores #page=N (measured: the unprotected ' +
-  'control doc.pdf#page=2 opens on page 1), so the page shown cannot tell a kept fragment';
+const NO_PAGE_FRAGMENT = ['viewer ignores #page', 'WebKit\'s PDF viewer ignores #page=N ' +
+  '(measured: the unprotected control doc.pdf#page=2 opens on page 1), so the page shown ' +
+  'cannot tell a kept fragment; the URL and location.hash still do'];
 async function viewerShowsPageFragment(ctx, r) {
   if (pageFragmentShown === null) {
     const c = cfg.cases.c3.control;
@@ -1233,9 +1239,9 @@ async function caseNoScript(mainCtx) {
       // document loads and shows nothing.
       const { view } = await expectInline(r, ctx, page, c, {
         fragment: '', redirectStatus: 200,
-        noViewer: B === 'webkit' ? 'with JavaScript off WebKit\'s built-in PDF viewer (pdf.js) does ' +
-          'not run: the tokenized PDF document loads (application/pdf, empty fragment) and shows ' +
-          'nothing, so no page is read' : null,
+        noViewer: B === 'webkit' ? ['no viewer without JavaScript', 'with JavaScript off ' +
+          'WebKit\'s built-in PDF viewer (pdf.js) does not run: the tokenized PDF document ' +
+          'loads (application/pdf, empty fragment) and shows nothing, so no page is read'] : null,
       });
       const after = view && await viewerState(page, page.mainFrame());
       if (view || !r.limits.length) {
@@ -1252,7 +1258,7 @@ async function caseNoScript(mainCtx) {
     } finally {
       if (own) await closeBrowser(ctx);
     }
-  });
+  }, 60000);
 }
 
 async function caseStripScope(ctx) {

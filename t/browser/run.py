@@ -680,8 +680,10 @@ def run_node(b, config_path, workdir, display=None):
 def cell(result):
     if result is None:
         return "FAIL: no result"
-    word = "FAIL" if not result["ok"] else "LIMIT" if result.get("limits") \
-        else "ok"
+    if result["ok"] and result.get("limits"):
+        return "LIMIT (%s): %s" % (", ".join(result.get("limitTags") or []),
+                                   result.get("outcome") or "-")
+    word = "ok" if result["ok"] else "FAIL"
     return "%s: %s" % (word, result.get("outcome") or "-")
 
 
