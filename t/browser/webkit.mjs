@@ -317,12 +317,15 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
   });
   let stderr = '';
   child.stderr.on('data', (b) => { stderr = (stderr + b.toString()).slice(-4000); });
+  const dbg = (m) => { if (process.env.PDFTOKEN_WEBKIT_DEBUG) console.log(`[webkit] launch ${dir}: ${m}`); };
+  dbg(`WebKitWebDriver pid ${child.pid} port ${port}`);
   try {
     await waitForDriver(port, child, 15000);
+    dbg('driver up');
     // Everything that is not loopback goes to the run's sink, like the
     // other two engines (the network namespace stops it anyway).
     const sink = `127.0.0.1:${sinkPort}`;
-    const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
+    const building = new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
       browserName: 'MiniBrowser',
       pageLoadStrategy: 'none',
       unhandledPromptBehavior: 'ignore',
@@ -334,6 +337,12 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
         certificates,
       },
     }).build();
+    // a session that never starts must fail this launch, not hang the run
+    let timer;
+    const driver = await Promise.race([building, new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no WebDriver session in 60 s')), 60000);
+    })]).finally(() => clearTimeout(timer));
+    dbg('session');
     const caps = await driver.getCapabilities();
     await driver.manage().window().setRect({ width: 900, height: 780 }).catch(() => {});
     const first = await driver.getWindowHandle();
