@@ -89,6 +89,7 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 
 import backends  # noqa: E402
 import harness  # noqa: E402
+import https_site  # noqa: E402
 import matrix  # noqa: E402
 import pdftoken_ref  # noqa: E402
 
@@ -122,6 +123,14 @@ CASES = [
     ("f4", "safe: link to doc.pdf#FDF=javascript:..."),
     ("f5", "safe, JavaScript off: inline, empty fragment"),
     ("f6", "default (strip) scope: doc.pdf#page=3 -> 302, p.1"),
+    ("h1", "HTTPS+h2: link to doc.pdf#FDF=...: 302, inline, __Host-"),
+    ("h2", "HTTPS+h2: PHP invoice.php?id=3: 302, inline"),
+    ("h3", "sibling host plants Domain= cookies: not inline"),
+    ("h4", "plain-HTTP same name plants cookies: not inline"),
+    ("p0", "pile-up: what stores the module's cookies (60 each)"),
+    ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
+    ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),
+    ("p3", "pile-up HTTPS, 300 PDFs: <= 8 for the host"),
     ("m1", "render matrix recorded = checked in"),
     ("m2", "protected matrix: nothing renders without the token step"),
     ("net", "no request left loopback"),
@@ -133,7 +142,8 @@ FRAGMENTS = HERE / "fragments.json"
 
 LOG_FORMAT = (
     'LogFormat "%{usec}t %>s %{PDFTOKEN}e \\"%r\\" \\"%{Cookie}i\\" '
-    '%{Sec-Fetch-Site}i %{Sec-Fetch-Dest}i \\"%{Content-Disposition}o\\"" '
+    '%{Sec-Fetch-Site}i %{Sec-Fetch-Dest}i \\"%{Content-Disposition}o\\" '
+    '%{local}p %H" '
     'browser\n'
     'CustomLog "@ROOT@/logs/browser.log" browser\n')
 
@@ -952,7 +962,7 @@ def main():
     table = {}
     versions = {}
     workdir = harness.make_workdir()
-    httpd = attacker = sink = php = backend = None
+    httpd = attacker = sink = php = backend = planter = None
     try:
         missing = [p for p in [HERE / "node_modules" / "puppeteer-core"]
                    + [Path(BROWSERS[b]) for b in browsers] if not p.exists()]
@@ -963,7 +973,13 @@ def main():
                 "t/browser`)" % ", ".join(map(str, missing)))
         httpd = harness.Httpd(workdir / "httpd", modules=(
             "asis", harness.cgi_module(), "proxy", "proxy_http",
-            "proxy_fcgi"))
+            "proxy_fcgi", "socache_shmcb", "ssl", "http2"))
+        # HTTPS with h2 beside the HTTP site: a CA of this run, a TLS
+        # virtual host on a port of its own, and issue 13's planter
+        ca = https_site.TestCA(workdir / "ca")
+        https_port = harness.free_port()
+        planter = https_site.PlantSite(ca)
+        planter.site_port = https_port
         attacker = AttackerSite()
         sink = ProxySink()
         # d1-d3's back ends; php-fpm starts here, so inside the network
@@ -974,11 +990,16 @@ def main():
         php = backends.PhpFpm(workdir / "fpm")
         backend = backends.HttpBackend()
         httpd.configure(httpd_config(browsers, cells, php.handler,
-                                     backend.port))
+                                     backend.port)
+                        + https_site.vhost_config(https_port, ca)
+                        + "".join(https_site.httpd_config(b, php.handler)
+                                  for b in browsers))
         config = {}
         matrix_sites = {}
         for b in browsers:
             config[b] = build_site(httpd, attacker, b, seen_dir, backend)
+            config[b].update(https_site.build(httpd, attacker, planter, b,
+                                              https_port, seen_dir, page))
             matrix_sites[b] = matrix.write_site(httpd, b, cells)
         backend.start()
         php.start()
@@ -988,6 +1009,7 @@ def main():
                 for p in matrix.check_served(httpd, b, cells, httpd.get):
                     failures.append("matrix cell served wrong: " + p)
         attacker.start()
+        planter.start()
         sink.start()
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
             "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
@@ -1001,6 +1023,7 @@ def main():
                 "log": str(httpd.root / "logs" / "browser.log"),
                 "sinkPort": sink.port,
                 "server": httpd.url(""),
+                "https": https_site.config(https_port, ca),
                 "shots": os.environ.get("PDFTOKEN_BROWSER_SHOTS") or None,
                 "cases": config[b],
                 "only": args.case or None,
@@ -1011,6 +1034,11 @@ def main():
                                parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)
+            if b == "chromium":
+                # Chromium on Linux trusts what the NSS database under
+                # $HOME says (run_node's HOME); Firefox gets the same
+                # database in each profile (cases.mjs)
+                ca.install_nssdb(workdir / ("home-" + b) / ".pki" / "nssdb")
             path = workdir / ("config-%s.json" % b)
             path.write_text(json.dumps(cfg, indent=1))
             log("== %s" % b)
@@ -1020,6 +1048,7 @@ def main():
             for r in data.get("results", []):
                 table[(r["id"], b)] = r
             judge_backends(b, config, table, seen_dir, backend)
+            https_site.judge(b, config[b], table)
             caught = sink.take()
             hosts = sorted(set(leak_target(x) for x in caught))
             where = "loopback-only netns" if isolated else "proxy sink only"
@@ -1045,6 +1074,8 @@ def main():
             sink.stop()
         if attacker:
             attacker.stop()
+        if planter:
+            planter.stop()
         if backend and backend.thread:
             backend.stop()
         if httpd:
