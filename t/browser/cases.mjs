@@ -1273,10 +1273,22 @@ async function runFlood(ctx, r, url) {
   await page.goto(url, { waitUntil: 'load', timeout: 15000 });
   const t0 = Date.now();
   await page.click('#go');
+  // The page that runs the flood: this one, or (opener) the popup it
+  // opened, which then drives this page's window.
+  let windows = 0;
   const state = await waitFor(async () => {
-    const s = await withTimeout(page.evaluate(() => window.floodState), 2000, 'reading the flood');
-    return s && s.done ? s : null;
-  }, 30000, 'the flood to end');
+    const s = await withTimeout(page.evaluate(() => window.floodState), 2000, 'reading the flood')
+      .catch(() => null);
+    if (s && s.windows) windows = s.windows;
+    if (s && s.done && !s.handedOver) return s;
+    for (const p of await ctx.browser.pages()) {
+      if (!p.url().includes('driver=1')) continue;
+      const d = await withTimeout(p.evaluate(() => window.floodState), 2000, 'reading the driver')
+        .catch(() => null);
+      if (d && d.done) return { ...d, windows };
+    }
+    return null;
+  }, 40000, 'the flood to end');
   const ms = Date.now() - t0;
   await sleep(800); // the last answers and their cookies
   const jar = await jarCookies(ctx);
@@ -1284,14 +1296,18 @@ async function runFlood(ctx, r, url) {
   for (const p of await ctx.browser.pages()) {
     if (!own.has(p)) await withTimeout(p.close(), 5000, 'closing a popup').catch(() => {});
   }
-  await page.close();
+  await page.close().catch(() => {});
   return { state, ms, jar };
 }
 
 // The module's cookies on the site's host: per document (path) and in all.
+// Firefox's jar (WebDriver BiDi storage.getCookies) still lists a cookie
+// for a while after its Max-Age ran out; it is never sent again, so only
+// unexpired ones count.
 function countModuleCookies(jar, https) {
+  const now = Date.now() / 1000;
   const mine = jar.filter((k) => isModuleCookie(k) && k.domain === cfg.https.site &&
-                          k.name.startsWith('__Host-') === https);
+                          k.name.startsWith('__Host-') === https && !(k.expires > 0 && k.expires <= now));
   const perPath = new Map();
   for (const k of mine) perPath.set(k.path, (perPath.get(k.path) || 0) + 1);
   return { total: mine.length, perPathMax: Math.max(0, ...perPath.values()), paths: perPath.size };
@@ -1304,7 +1320,7 @@ async function caseFloodMethods() {
   await runCase('p0', async (r) => {
     const c = cfg.cases.p0;
     const got = {};
-    for (const [m, url] of Object.entries(c.methods)) {
+    for (const [m, { url, count }] of Object.entries(c.methods)) {
       const ctx = await launch(`p0-${m}`);
       try {
         const since = readLog().length;
@@ -1312,17 +1328,19 @@ async function caseFloodMethods() {
         const n = countModuleCookies(f.jar, false);
         const entries = readLog().slice(since).filter((e) => c.paths.includes(e.path));
         got[m] = { stored: n.total, requests: entries.filter((e) => !e.token).length, ms: f.ms,
-                   windows: f.state.windows };
+                   windows: f.state.windows, count };
       } finally {
         await closeBrowser(ctx);
       }
     }
+    // the most stored; a tie goes to the earlier method in run.py's list
     const best = Object.entries(got).sort((a, b) => b[1].stored - a[1].stored)[0];
     floodMethod = best[0];
     check(r, best[1].stored >= c.count / 2,
           `no method stored half of ${c.count} cookies: ${JSON.stringify(got)}`);
-    r.outcome = Object.entries(got).map(([m, g]) => `${m} ${g.stored}/${g.requests}` +
-      (g.windows ? ` (${g.windows} win)` : '')).join(', ') + ` stored/sent of ${c.count} -> ${floodMethod}`;
+    r.outcome = 'stored/sent/forced: ' + Object.entries(got).map(([m, g]) =>
+      `${m} ${g.stored}/${g.requests}/${g.count}` + (g.windows ? ` (${g.windows} win)` : '')).join(', ') +
+      ` -> ${floodMethod}`;
     r.measured = got;
   }, 150000);
 }
@@ -1335,7 +1353,7 @@ async function casePileUp(id) {
   await runCase(id, async (r) => {
     const c = cfg.cases[id];
     const https = c.scheme === 'https';
-    const method = floodMethod || 'popups';
+    const method = floodMethod || 'reopen';
     const ctx = await launch(id);
     try {
       const sp = await newPage(ctx, r);
@@ -1352,10 +1370,22 @@ async function casePileUp(id) {
       const maxHeader = Math.max(0, ...entries.map((e) => e.cookieHeader.length));
       const bad = entries.filter((e) => e.status === 400 || e.status === 431);
       const withSession = entries.filter((e) => e.cookies.get('session') === c.session.value).length;
+      // the most module cookies one request carried: the bound was reached
+      const perRequest = Math.max(0, ...entries.map((e) => [...e.cookies.keys()].filter(
+        (k) => k.startsWith(https ? '__Host-pdftoken_' : 'pdftoken_')).length));
       const protocols = protocolsOf(entries);
-      check(r, firsts >= c.count * 0.8, `only ${firsts} of ${c.count} first requests reached the server`);
-      check(r, https ? n.total <= 8 : n.perPathMax <= 8,
-            `${https ? `${n.total} module cookies for the host` : `${n.perPathMax} module cookies for one document`}, expected at most 8`);
+      // A loaded machine sends fewer in time; a third still piles up far
+      // beyond the bound (and, for p2, near the browser's per-host cap).
+      check(r, firsts >= c.count / 3, `only ${firsts} of ${c.count} first requests reached the server`);
+      if (id !== 'p2') {
+        check(r, perRequest >= 8, `no request carried 8 module cookies (at most ${perRequest}): ` +
+              'the flood did not reach the bound');
+      }
+      // Right after the flood the jar may hold 7 + the first requests that
+      // were in flight together (each answer adds one, and expires only
+      // what its request carried); the next request to the document
+      // (HTTP) or host (HTTPS) carries them all and its answer expires
+      // the surplus: the bound is checked after the next link below.
       check(r, maxHeader < 8190 && bad.length === 0,
             `Cookie header up to ${maxHeader} bytes, ${bad.length} answers 400/431`);
       if (id !== 'p2') {
@@ -1373,11 +1403,23 @@ async function casePileUp(id) {
       const sentAfter = !!pass && pass.cookies.get('session') === c.session.value;
       if (id !== 'p2') check(r, sentAfter, 'the next PDF\'s request did not carry the session cookie');
       const jarAfter = await jarCookies(ctx);
-      r.measured = { method, firsts, ms: f.ms, ...n, maxHeader, sessionKept: kept, withSession,
+      const m = countModuleCookies(jarAfter, https);
+      if (!check(r, https ? m.total <= 8 : m.perPathMax <= 8,
+                 `after the next link: ${https ? `${m.total} module cookies for the host`
+                   : `${m.perPathMax} module cookies for one document`}, expected at most 8`)) {
+        const now = Date.now() / 1000;
+        r.notes.push('jar: ' + jarAfter.filter(isModuleCookie).map((k) =>
+          `${k.name.slice(-8)} ${(k.expires - now).toFixed(1)}s ${k.path} ${JSON.stringify(k.partitionKey || null)}`).join(', '));
+        r.notes.push(`next link's requests carried: ${logFor(nx.path).slice(nsince).map((e) =>
+          [...e.cookies.keys()].filter((k) => k.startsWith('__Host-') || k.startsWith('pdftoken_'))
+            .map((k) => k.slice(-8)).join(' ')).join(' | ')}`);
+      }
+      r.measured = { method, firsts, ms: f.ms, ...n, perRequest, after: m, maxHeader, sessionKept: kept, withSession,
                      requests: entries.length, sessionSentAfter: sentAfter,
                      siteCookies: f.jar.filter((k) => k.domain.endsWith(cfg.https.domain)).length };
       r.outcome = `${method}: ${firsts} firsts in ${(f.ms / 1000).toFixed(1)} s (${protocols}); jar: ` +
         (https ? `${n.total} for the host` : `max ${n.perPathMax}/doc, ${n.total} in ${n.paths} docs`) +
+        `, <= ${perRequest}/request; after next link ${https ? m.total : m.perPathMax}` +
         `; Cookie <= ${maxHeader} B; session ${kept ? 'kept' : 'EVICTED'}, sent ${withSession}/${entries.length}` +
         `${sentAfter ? ' +next' : ''}; next link ${view ? 'inline' : 'NOT inline'}` +
         (hasSession(jarAfter) ? '' : ' (no session after)');

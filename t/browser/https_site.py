@@ -47,9 +47,9 @@ FDF_ATTACK = "#FDF=javascript:alert(1)"
 # Pile-up (p0-p3): first requests an attacker page forces, how many the
 # p0 measurement of each method sends, and the methods p0 compares.
 FLOOD = 300
-FLOOD_PROBE = 60
-FLOOD_METHODS = ("popup", "popups", "iframes", "images")
-FLOOD_INTERVAL_MS = 10
+FLOOD_PROBE = 40
+FLOOD_METHODS = ("reopen", "popups", "popup", "opener", "iframes", "images")
+FLOOD_INTERVAL_MS = 20
 
 
 # ------------------------------------------------------------------ CA
@@ -291,11 +291,14 @@ FLOOD_PAGE = """<!doctype html>
 <h1>attacker: pile-up</h1>
 <button id="go">go</button>
 <script>
-// Force first requests for the site's PDFs, one every INTERVAL ms, the way
-// `method` says: top-level navigations of one popup window, of 8 named
-// popup windows in turn, cross-site iframes, or image requests.
+// Force first requests for the site's PDFs, one every F.interval ms, the
+// way F.method says: top-level navigations of one popup window (popup), of
+// 8 named popup windows in turn by setting their location (popups) or by
+// window.open(url, name) (reopen), of this page's own window driven from a
+// popup it opens (opener); cross-site iframes; image requests.
 var F = %(flood)s;
-window.floodState = { sent: 0, done: false, windows: 0 };
+var driver = /[?&]driver=1/.test(location.search);
+window.floodState = { sent: 0, done: false, windows: 0, driver: driver };
 function each(fn) {
   var i = 0;
   var t = setInterval(function () {
@@ -309,18 +312,30 @@ function each(fn) {
     window.floodState.sent = i;
   }, F.interval);
 }
-document.getElementById('go').addEventListener('click', function () {
+var POPUP = 'popup,width=320,height=240';
+function go() {
   var ws = [];
   if (F.method === 'popup' || F.method === 'popups') {
     var n = F.method === 'popup' ? 1 : 8;
     for (var k = 0; k < n; k++) {
-      var w = window.open('about:blank', 'flood' + k);
+      var w = window.open('about:blank', 'flood' + k, POPUP);
       if (w) ws.push(w);
     }
     window.floodState.windows = ws.length;
     each(function (u, i) { ws[i %% ws.length].location.href = u; });
+  } else if (F.method === 'reopen') {
+    each(function (u, i) { window.open(u, 'flood' + (i %% 8), POPUP); });
+  } else if (F.method === 'opener') {
+    if (driver) {
+      each(function (u) { window.opener.location.href = u; });
+    } else {
+      window.floodState.windows = window.open(
+        location.pathname + '?driver=1', 'driver', POPUP) ? 1 : 0;
+      window.floodState.done = true; // the driver reports from now on
+      window.floodState.handedOver = true;
+    }
   } else if (F.method === 'iframes') {
-    each(function (u, i) {
+    each(function (u) {
       var f = document.createElement('iframe');
       f.width = 20; f.height = 20; f.src = u;
       document.body.appendChild(f);
@@ -328,7 +343,12 @@ document.getElementById('go').addEventListener('click', function () {
   } else if (F.method === 'images') {
     each(function (u) { var im = new Image(); im.src = u; });
   }
-});
+}
+if (driver) {
+  go();
+} else {
+  document.getElementById('go').addEventListener('click', go);
+}
 </script>
 """
 
@@ -439,9 +459,14 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
                                  "interval": FLOOD_INTERVAL_MS})}
         return attacker.url("/%s/%s-%s.html" % (b, case, method))
 
-    cases["p0"] = {"methods": {m: flood("p0", m, [
-        http + p for p in many[:FLOOD_PROBE]]) for m in FLOOD_METHODS},
-        "count": FLOOD_PROBE, "paths": many[:FLOOD_PROBE]}
+    # p0: 40 PDFs per method; 10 for iframes, where each is a PDF viewer
+    # of its own (seconds each in Firefox) and none has stored a cookie
+    cases["p0"] = {"methods": {}, "count": FLOOD_PROBE,
+                   "paths": many[:FLOOD_PROBE]}
+    for m in FLOOD_METHODS:
+        n = 10 if m == "iframes" else FLOOD_PROBE
+        cases["p0"]["methods"][m] = {
+            "url": flood("p0", m, [http + p for p in many[:n]]), "count": n}
     c = cases["p1"] = pdf("p1", base=http)
     c["floodUrls"] = [c["url"]] * FLOOD
     c["paths"] = [c["path"]]

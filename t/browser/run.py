@@ -7,8 +7,27 @@ the browser side and is run once per browser.
     httpd     Debian's /usr/sbin/apache2 with the module, started through
               t/integration/harness.py on 127.0.0.1:<free port>; a second
               access log (logs/browser.log) records, per request, the
-              PDFTOKEN decision, the Cookie header, Sec-Fetch-Site/-Dest and
-              the Content-Disposition of the answer.
+              PDFTOKEN decision, the Cookie header, Sec-Fetch-Site/-Dest,
+              the Content-Disposition of the answer, the local port and
+              the protocol (%H).  The same docroot is also served by a TLS
+              virtual host on a port of its own with `Protocols h2
+              http/1.1` (mod_ssl, mod_http2), as https://pdf.site.test:<port>
+              (t/browser/https_site.py).
+    test CA   a throw-away CA made per run with openssl, which signs the
+              certificate of pdf.site.test and evil.site.test; the browsers
+              trust it, and only it, through an NSS database (certutil):
+              Chromium's under a HOME of the run's own, Firefox's in each
+              profile.  No certificate check is turned off.
+    names     pdf.site.test (the site), evil.site.test (a sibling host
+              under the same registrable domain, site.test) resolve to
+              127.0.0.1 inside the browsers only: Chromium's
+              --host-resolver-rules, Firefox's network.dns.localDomains;
+              the proxy sink is bypassed for them and nothing else.
+    planter   https://evil.site.test:<port> and http://pdf.site.test:<port>
+              (a network attacker answering the site's name over plain
+              HTTP: cookies are not port-scoped), each a small server that
+              fetches a real token from the site for the case's document
+              and plants cookies carrying it.
     attacker  a tiny http.server on 127.0.0.1:<another free port>, addressed
               as http://localhost:<port>: another site for cookies.
     sink      an HTTP proxy on loopback that refuses everything: both
@@ -39,6 +58,36 @@ as a table, and compares the fragment the probe ends with to the row's
 expected value; f2-f5 open real PDFs through the fragment page (kept
 #page=3 shown by the viewer, hostile fragments dropped, JavaScript off);
 f6 is the same visit as f2 in the default scope.
+
+h1-h4 and p0-p3 are issue 13 and the HTTPS part of issue 14.  h1 and h2 are
+c1 and d1 over HTTPS: a cross-site link to a static PDF and to a PHP
+invoice with #FDF=javascript:alert(1) ends inline after one 302, over
+HTTP/2.0 (the log's %H), with the cookie __Host-pdftoken_<8> (Secure,
+HttpOnly, SameSite=Lax, Path=/, about 10 s) read from the browser's jar.
+h3: a page on evil.site.test plants, by Set-Cookie and by document.cookie,
+__Host-pdftoken_<8>=T and pdftoken_<8>=T with Domain=site.test, T a token
+the module minted for the document a moment before, then goes to the
+tokenized URL with the attacker's fragment; h4 does the same from
+http://pdf.site.test (no Domain=, and the __Host- one without Secure).
+Neither may end inline: the log must say fallback (attachment), the
+browser must have refused the __Host- cookie (jar, page, Cookie header),
+and the table says what each engine did with each planted cookie.  p0-p3
+are the pile-up: an attacker page whose one click forces first requests
+for the site's PDFs, one every 20 ms.  p0 measures, 40 PDFs per method in a
+fresh browser, which way of forcing them makes the browser store the
+module's cookies (popup windows navigated by window.open(url, name) or by
+their location, the attacker's own window driven from a popup, cross-site
+iframes, images), and p1-p3 use the method that stored the most.  Each of
+p1-p3 starts a fresh browser, lets the site set its own session cookie,
+then forces 300 first requests: p1 for one PDF over HTTP, p2 for 300
+PDFs over HTTP, p3 for 300 PDFs over HTTPS.  After it the jar (read
+through the automation API) may hold at most 8 module cookies for one
+document (HTTP) or for the host (HTTPS), no Cookie header the log saw may
+reach 8190 bytes, and the next cross-site link to a PDF must open inline;
+p1 and p3 also keep the session cookie and send it with every request.
+p2 measures the HTTP residual (cookies are per document there, so only
+Max-Age and the browser's per-host cap bound them): whether the session
+cookie survived is reported, not required.
 
 m1 and m2 are the render matrix (t/browser/matrix.py): some 280 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
@@ -127,7 +176,7 @@ CASES = [
     ("h2", "HTTPS+h2: PHP invoice.php?id=3: 302, inline"),
     ("h3", "sibling host plants Domain= cookies: not inline"),
     ("h4", "plain-HTTP same name plants cookies: not inline"),
-    ("p0", "pile-up: what stores the module's cookies (60 each)"),
+    ("p0", "pile-up: what stores the module's cookies (40 each)"),
     ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
     ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),
     ("p3", "pile-up HTTPS, 300 PDFs: <= 8 for the host"),
