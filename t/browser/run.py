@@ -7,8 +7,27 @@ the browser side and is run once per browser.
     httpd     Debian's /usr/sbin/apache2 with the module, started through
               t/integration/harness.py on 127.0.0.1:<free port>; a second
               access log (logs/browser.log) records, per request, the
-              PDFTOKEN decision, the Cookie header, Sec-Fetch-Site/-Dest and
-              the Content-Disposition of the answer.
+              PDFTOKEN decision, the Cookie header, Sec-Fetch-Site/-Dest,
+              the Content-Disposition of the answer, the local port and
+              the protocol (%H).  The same docroot is also served by a TLS
+              virtual host on a port of its own with `Protocols h2
+              http/1.1` (mod_ssl, mod_http2), as https://pdf.site.test:<port>
+              (t/browser/https_site.py).
+    test CA   a throw-away CA made per run with openssl, which signs the
+              certificate of pdf.site.test and evil.site.test; the browsers
+              trust it, and only it, through an NSS database (certutil):
+              Chromium's under a HOME of the run's own, Firefox's in each
+              profile.  No certificate check is turned off.
+    names     pdf.site.test (the site), evil.site.test (a sibling host
+              under the same registrable domain, site.test) resolve to
+              127.0.0.1 inside the browsers only: Chromium's
+              --host-resolver-rules, Firefox's network.dns.localDomains;
+              the proxy sink is bypassed for them and nothing else.
+    planter   https://evil.site.test:<port> and http://pdf.site.test:<port>
+              (a network attacker answering the site's name over plain
+              HTTP: cookies are not port-scoped), each a small server that
+              fetches a real token from the site for the case's document
+              and plants cookies carrying it.
     attacker  a tiny http.server on 127.0.0.1:<another free port>, addressed
               as http://localhost:<port>: another site for cookies.
     sink      an HTTP proxy on loopback that refuses everything: both
@@ -39,6 +58,36 @@ as a table, and compares the fragment the probe ends with to the row's
 expected value; f2-f5 open real PDFs through the fragment page (kept
 #page=3 shown by the viewer, hostile fragments dropped, JavaScript off);
 f6 is the same visit as f2 in the default scope.
+
+h1-h4 and p0-p3 are issue 13 and the HTTPS part of issue 14.  h1 and h2 are
+c1 and d1 over HTTPS: a cross-site link to a static PDF and to a PHP
+invoice with #FDF=javascript:alert(1) ends inline after one 302, over
+HTTP/2.0 (the log's %H), with the cookie __Host-pdftoken_<8> (Secure,
+HttpOnly, SameSite=Lax, Path=/, about 10 s) read from the browser's jar.
+h3: a page on evil.site.test plants, by Set-Cookie and by document.cookie,
+__Host-pdftoken_<8>=T and pdftoken_<8>=T with Domain=site.test, T a token
+the module minted for the document a moment before, then goes to the
+tokenized URL with the attacker's fragment; h4 does the same from
+http://pdf.site.test (no Domain=, and the __Host- one without Secure).
+Neither may end inline: the log must say fallback (attachment), the
+browser must have refused the __Host- cookie (jar, page, Cookie header),
+and the table says what each engine did with each planted cookie.  p0-p3
+are the pile-up: an attacker page whose one click forces first requests
+for the site's PDFs, one every 20 ms.  p0 measures, 40 PDFs per method in a
+fresh browser, which way of forcing them makes the browser store the
+module's cookies (popup windows navigated by window.open(url, name) or by
+their location, the attacker's own window driven from a popup, cross-site
+iframes, images), and p1-p3 use the method that stored the most.  Each of
+p1-p3 starts a fresh browser, lets the site set its own session cookie,
+then forces 300 first requests: p1 for one PDF over HTTP, p2 for 300
+PDFs over HTTP, p3 for 300 PDFs over HTTPS.  After it the jar (read
+through the automation API) may hold at most 8 module cookies for one
+document (HTTP) or for the host (HTTPS), no Cookie header the log saw may
+reach 8190 bytes, and the next cross-site link to a PDF must open inline;
+p1 and p3 also keep the session cookie and send it with every request.
+p2 measures the HTTP residual (cookies are per document there, so only
+Max-Age and the browser's per-host cap bound them): whether the session
+cookie survived is reported, not required.
 
 m1 and m2 are the render matrix (t/browser/matrix.py): some 280 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
@@ -89,6 +138,7 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 
 import backends  # noqa: E402
 import harness  # noqa: E402
+import https_site  # noqa: E402
 import matrix  # noqa: E402
 import pdftoken_ref  # noqa: E402
 
@@ -99,7 +149,7 @@ BROWSERS = {
     "webkit": "/usr/bin/WebKitWebDriver",
 }
 MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
-NODE_TIMEOUT = 600  # seconds for one browser's whole run
+NODE_TIMEOUT = 900  # seconds for one browser's whole run
 MATRIX_TABS = 4
 MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix
 
@@ -125,6 +175,14 @@ CASES = [
     ("f4", "safe: link to doc.pdf#FDF=javascript:..."),
     ("f5", "safe, JavaScript off: inline, empty fragment"),
     ("f6", "default (strip) scope: doc.pdf#page=3 -> 302, p.1"),
+    ("h1", "HTTPS+h2: link to doc.pdf#FDF=...: 302, inline, __Host-"),
+    ("h2", "HTTPS+h2: PHP invoice.php?id=3: 302, inline"),
+    ("h3", "sibling host plants Domain= cookies: not inline"),
+    ("h4", "plain-HTTP same name plants cookies: not inline"),
+    ("p0", "pile-up: what stores the module's cookies (40 each)"),
+    ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
+    ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),
+    ("p3", "pile-up HTTPS, 300 PDFs: <= 8 for the host"),
     ("m1", "render matrix recorded = checked in"),
     ("m2", "protected matrix: nothing renders without the token step"),
     ("net", "no request left loopback"),
@@ -136,7 +194,8 @@ FRAGMENTS = HERE / "fragments.json"
 
 LOG_FORMAT = (
     'LogFormat "%{usec}t %>s %{PDFTOKEN}e \\"%r\\" \\"%{Cookie}i\\" '
-    '%{Sec-Fetch-Site}i %{Sec-Fetch-Dest}i \\"%{Content-Disposition}o\\"" '
+    '%{Sec-Fetch-Site}i %{Sec-Fetch-Dest}i \\"%{Content-Disposition}o\\" '
+    '%{local}p %H" '
     'browser\n'
     'CustomLog "@ROOT@/logs/browser.log" browser\n')
 
@@ -1017,7 +1076,7 @@ def main():
     table = {}
     versions = {}
     workdir = harness.make_workdir()
-    httpd = attacker = sink = php = backend = xvfb = None
+    httpd = attacker = sink = php = backend = planter = xvfb = None
     try:
         need = [HERE / "node_modules" / "puppeteer-core"]
         need += [Path(BROWSERS[b]) for b in browsers]
@@ -1035,7 +1094,13 @@ def main():
             xvfb.start()
         httpd = harness.Httpd(workdir / "httpd", modules=(
             "asis", harness.cgi_module(), "proxy", "proxy_http",
-            "proxy_fcgi"))
+            "proxy_fcgi", "socache_shmcb", "ssl", "http2"))
+        # HTTPS with h2 beside the HTTP site: a CA of this run, a TLS
+        # virtual host on a port of its own, and issue 13's planter
+        ca = https_site.TestCA(workdir / "ca")
+        https_port = harness.free_port()
+        planter = https_site.PlantSite(ca)
+        planter.site_port = https_port
         attacker = AttackerSite()
         sink = ProxySink()
         # d1-d3's back ends; php-fpm starts here, so inside the network
@@ -1046,11 +1111,16 @@ def main():
         php = backends.PhpFpm(workdir / "fpm")
         backend = backends.HttpBackend()
         httpd.configure(httpd_config(browsers, cells, php.handler,
-                                     backend.port))
+                                     backend.port)
+                        + https_site.vhost_config(https_port, ca)
+                        + "".join(https_site.httpd_config(b, php.handler)
+                                  for b in browsers))
         config = {}
         matrix_sites = {}
         for b in browsers:
             config[b] = build_site(httpd, attacker, b, seen_dir, backend)
+            config[b].update(https_site.build(httpd, attacker, planter, b,
+                                              https_port, seen_dir, page))
             matrix_sites[b] = matrix.write_site(httpd, b, cells)
         backend.start()
         php.start()
@@ -1060,6 +1130,7 @@ def main():
                 for p in matrix.check_served(httpd, b, cells, httpd.get):
                     failures.append("matrix cell served wrong: " + p)
         attacker.start()
+        planter.start()
         sink.start()
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
             "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
@@ -1073,6 +1144,7 @@ def main():
                 "log": str(httpd.root / "logs" / "browser.log"),
                 "sinkPort": sink.port,
                 "server": httpd.url(""),
+                "https": https_site.config(https_port, ca),
                 "shots": os.environ.get("PDFTOKEN_BROWSER_SHOTS") or None,
                 "cases": config[b],
                 "only": args.case or None,
@@ -1083,6 +1155,11 @@ def main():
                                parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)
+            if b == "chromium":
+                # Chromium on Linux trusts what the NSS database under
+                # $HOME says (run_node's HOME); Firefox gets the same
+                # database in each profile (cases.mjs)
+                ca.install_nssdb(workdir / ("home-" + b) / ".pki" / "nssdb")
             path = workdir / ("config-%s.json" % b)
             path.write_text(json.dumps(cfg, indent=1))
             log("== %s" % b)
@@ -1093,6 +1170,7 @@ def main():
             for r in data.get("results", []):
                 table[(r["id"], b)] = r
             judge_backends(b, config, table, seen_dir, backend)
+            https_site.judge(b, config[b], table)
             caught = sink.take()
             hosts = sorted(set(leak_target(x) for x in caught))
             where = "loopback-only netns" if isolated else "proxy sink only"
@@ -1120,6 +1198,8 @@ def main():
             sink.stop()
         if attacker:
             attacker.stop()
+        if planter:
+            planter.stop()
         if backend and backend.thread:
             backend.stop()
         if httpd:

@@ -265,12 +265,40 @@ class WebKitBrowser {
 
   // Every tab but the session's first (puppeteer's pages() lists the tabs
   // a browser opened by itself too).
+  // Their url() is read here, as puppeteer's is current.
   async pages() {
-    const handles = await this._locked((d) => d.getAllWindowHandles());
-    return handles.filter((h) => h !== this._home).map((h) => {
-      if (!this._pages.has(h)) this._pages.set(h, new WebKitPage(this, h));
-      return this._pages.get(h);
+    return this._locked(async (d) => {
+      const out = [];
+      for (const h of await d.getAllWindowHandles()) {
+        if (h === this._home || (this._jar && h === this._jar.handle)) continue;
+        if (!this._pages.has(h)) this._pages.set(h, new WebKitPage(this, h));
+        const p = this._pages.get(h);
+        try {
+          await this._switch(h);
+          p._url = await d.getCurrentUrl();
+        } catch { /* closing */ }
+        out.push(p);
+      }
+      return out;
     });
+  }
+
+  // The cookies of the jar that `urls` would carry (WebDriver classic
+  // lists the cookies of the current document only): a window of its own
+  // loads each URL and lists them, in puppeteer's shape.
+  async cookies(urls = []) {
+    if (!this._jar) this._jar = await this.newPage();
+    const seen = new Map();
+    for (const url of urls) {
+      await this._jar.goto(url, { timeout: 10000 }).catch(() => {});
+      for (const k of await this._jar._run((d) => d.manage().getCookies())) {
+        const c = { name: k.name, value: k.value, domain: k.domain, path: k.path,
+                    secure: !!k.secure, httpOnly: !!k.httpOnly, sameSite: k.sameSite,
+                    expires: k.expiry === undefined ? -1 : k.expiry };
+        seen.set(`${c.name} ${c.domain} ${c.path}`, c);
+      }
+    }
+    return [...seen.values()];
   }
 
   async _closePage(page) {
@@ -293,6 +321,7 @@ class WebKitBrowser {
       await this._driver.quit();
     } finally {
       this._child.kill('SIGTERM');
+      if (this.proxy) await this.proxy.stop();
     }
   }
 }
@@ -302,7 +331,7 @@ class WebKitBrowser {
 // more MiniBrowser options (--cookies-policy=never, --enable-javascript=
 // false); `certificates` are WebKit's [{host, certificateFile}] to trust.
 export async function launchWebKit({ dir, downloads, sinkPort, args = [], certificates = [],
-                                     proxy = null }) {
+                                     hosts = [] }) {
   const home = path.join(dir, 'home');
   const config = path.join(home, '.config');
   fs.mkdirSync(config, { recursive: true });
@@ -322,15 +351,18 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
   try {
     await waitForDriver(port, child, 15000);
     dbg('driver up');
-    // Everything that is not loopback goes to the run's sink, like the
-    // other two engines (the network namespace stops it anyway).
-    const sink = `127.0.0.1:${sinkPort}`;
+    // Every request goes through a proxy of this session (LoopbackProxy):
+    // loopback and the run's host names to 127.0.0.1, anything else to
+    // the run's sink, like the other two engines (the network namespace
+    // stops it anyway).
+    const proxy = new LoopbackProxy({ hosts, sinkPort });
+    const proxyPort = await proxy.start();
     const building = new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
       browserName: 'MiniBrowser',
       pageLoadStrategy: 'none',
       unhandledPromptBehavior: 'ignore',
-      proxy: proxy || { proxyType: 'manual', httpProxy: sink, sslProxy: sink,
-                        noProxy: ['127.0.0.1', 'localhost'] },
+      proxy: { proxyType: 'manual', httpProxy: `127.0.0.1:${proxyPort}`,
+               sslProxy: `127.0.0.1:${proxyPort}`, noProxy: [] },
       'webkitgtk:browserOptions': {
         binary: MINIBROWSER,
         args: ['--automation', ...args],
@@ -346,28 +378,49 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
     const caps = await driver.getCapabilities();
     await driver.manage().window().setRect({ width: 900, height: 780 }).catch(() => {});
     const first = await driver.getWindowHandle();
-    return new WebKitBrowser(driver, child, first, caps);
+    const browser = new WebKitBrowser(driver, child, first, caps);
+    browser.proxy = proxy;
+    return browser;
   } catch (e) {
     child.kill('SIGKILL');
     throw new Error(`${e.message}; WebKitWebDriver said: ${stderr.trim().slice(-500)}`);
   }
 }
 
-// A forward proxy on loopback for one WebKit session, that can hold
-// requests: WebDriver classic cannot intercept a request the way
-// puppeteer's setRequestInterception does, so the cases that must hold
-// the tokenized follow-ups of two visits (c6a, c6b) send that session's
-// traffic through this.  Only loopback origins are forwarded.
-export class GateProxy {
-  constructor() {
+// The forward proxy on loopback of one WebKit session.  WebKit has no
+// host-resolver switch like Chromium's or Firefox's, so the run's host
+// names (pdf.site.test, ...) reach 127.0.0.1 through this: plain requests
+// are forwarded, CONNECT is a tunnel (TLS stays end to end, checked by
+// WebKit against the certificate it was given).  Loopback is forwarded
+// too; anything else is relayed to the run's sink, which records and
+// refuses it.  And it can hold requests: WebDriver classic cannot
+// intercept one the way puppeteer's setRequestInterception does, which the
+// two-visit cases (c6a, c6b) need.
+export class LoopbackProxy {
+  constructor({ hosts = [], sinkPort }) {
     this.rule = null;
-    this.refused = [];
+    this.local = new Set(['127.0.0.1', 'localhost', ...hosts]);
+    this.sinkPort = sinkPort;
     this.server = http.createServer((req, res) => this._handle(req, res));
-    // no CONNECT: the cases that use it are plain HTTP
-    this.server.on('connect', (req, sock) => {
-      this.refused.push(`CONNECT ${req.url}`);
-      sock.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
+    this.server.on('connect', (req, sock, head) => this._connect(req, sock, head));
+  }
+
+  _connect(req, sock, head) {
+    const [host, port] = req.url.split(':');
+    const local = this.local.has(host);
+    const up = net.connect(local ? Number(port) : this.sinkPort, '127.0.0.1', () => {
+      if (local) {
+        sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      } else {
+        up.write(`CONNECT ${req.url} HTTP/1.1\r\nHost: ${req.url}\r\n\r\n`);
+      }
+      if (head && head.length) up.write(head);
+      up.pipe(sock);
+      sock.pipe(up);
     });
+    const end = () => { up.destroy(); sock.destroy(); };
+    up.on('error', end);
+    sock.on('error', end);
   }
 
   start() {
@@ -403,27 +456,68 @@ export class GateProxy {
       res.writeHead(400).end();
       return;
     }
-    if (u.protocol !== 'http:' || !['127.0.0.1', 'localhost'].includes(u.hostname)) {
-      this.refused.push(`${req.method} ${req.url}`);
-      res.writeHead(403, { 'Content-Length': '0' }).end();
-      return;
-    }
+    const local = u.protocol === 'http:' && this.local.has(u.hostname);
     const rule = this.rule;
-    if (rule && req.url.startsWith(rule.prefix) && u.searchParams.has('pdftoken')) {
+    if (local && rule && req.url.startsWith(rule.prefix) && u.searchParams.has('pdftoken')) {
       rule.held += 1;
       if (rule.held === rule.n) rule.release('all held');
       await rule.gate;
     }
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
-    const up = http.request({
+    const up = http.request(local ? {
       host: '127.0.0.1', port: u.port || 80, method: req.method,
       path: u.pathname + u.search, headers,
-    }, (ur) => {
+    } : { host: '127.0.0.1', port: this.sinkPort, method: req.method, path: req.url, headers },
+    (ur) => {
       res.writeHead(ur.statusCode, ur.statusMessage, ur.rawHeaders);
       ur.pipe(res);
     });
     up.on('error', () => { try { res.writeHead(502).end(); } catch { /* sent */ } });
     req.pipe(up);
   }
+}
+
+// Several sessions behind one browser interface, for the render matrix:
+// WebDriver runs one command at a time per session, so tabs that measure
+// at once need sessions of their own.  New pages go round the sessions.
+class WebKitPool {
+  constructor(browsers) {
+    this.browsers = browsers;
+    this.next = 0;
+  }
+
+  version() { return this.browsers[0].version(); }
+
+  process() { return this.browsers[0].process(); }
+
+  processes() { return this.browsers.map((b) => b.process()); }
+
+  newPage() {
+    const b = this.browsers[this.next++ % this.browsers.length];
+    return b.newPage();
+  }
+
+  async pages() {
+    return (await Promise.all(this.browsers.map((b) => b.pages()))).flat();
+  }
+
+  async close() {
+    await Promise.all(this.browsers.map((b) => b.close().catch(() => {})));
+  }
+}
+
+// `sessions` MiniBrowsers (launchWebKit's options, each its own HOME under
+// dir/s<i>, all saving downloads to the same directory).
+export async function launchWebKitPool(sessions, opts) {
+  const browsers = [];
+  try {
+    for (let i = 0; i < sessions; i++) {
+      browsers.push(await launchWebKit({ ...opts, dir: path.join(opts.dir, `s${i}`) }));
+    }
+  } catch (e) {
+    await Promise.all(browsers.map((b) => b.close().catch(() => {})));
+    throw e;
+  }
+  return new WebKitPool(browsers);
 }
