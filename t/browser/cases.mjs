@@ -1322,7 +1322,16 @@ async function caseHttps(ctx) {
       check(r, entries.length > 0 && entries.every((e) => e.https),
             `not every request went to the HTTPS port: ${entries.map((e) => e.line).join(' | ')}`);
       const protocols = protocolsOf(entries);
-      check(r, protocols === 'HTTP/2.0', `protocol ${protocols}, expected HTTP/2.0 (h2 by ALPN)`);
+      if (B === 'webkit' && protocols === 'HTTP/1.1') {
+        // WebKit reaches the run's host names only through its session's
+        // proxy (webkit.mjs), over a CONNECT tunnel; libsoup then speaks
+        // HTTP/1.1 to httpd, which offers h2 by ALPN.
+        limit(r, ['HTTP/1.1, not h2', 'WebKitGTK (libsoup) used HTTP/1.1 to the TLS site, ' +
+          'reached through the CONNECT tunnel of the suite\'s host-name proxy (WebKit has no ' +
+          'host-resolver switch); whether it would use h2 without the tunnel is not measured']);
+      } else {
+        check(r, protocols === 'HTTP/2.0', `protocol ${protocols}, expected HTTP/2.0 (h2 by ALPN)`);
+      }
       let cookie = null;
       if (pass) {
         const name = cookieNameFor(pass.token, true);

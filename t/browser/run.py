@@ -152,6 +152,9 @@ MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 NODE_TIMEOUT = 900  # seconds for one browser's whole run
 MATRIX_TABS = 4
 MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix
+# WebKit answers one WebDriver command at a time per MiniBrowser and loads
+# its pdf.js for every PDF: its matrix takes about twice as long.
+WEBKIT_SLOWER = 2
 
 # Case id -> title, in the order of the summary table.
 CASES = [
@@ -706,13 +709,15 @@ def run_node(b, config_path, workdir, display=None):
                             stdin=subprocess.DEVNULL, env=env,
                             start_new_session=True, cwd=str(HERE))
     try:
-        rc = proc.wait(timeout=NODE_TIMEOUT)
+        rc = proc.wait(timeout=NODE_TIMEOUT * (WEBKIT_SLOWER if b == "webkit"
+                                               else 1))
         if rc != 0:
             problems.append("cases.mjs for %s exited with status %d"
                             % (b, rc))
     except subprocess.TimeoutExpired:
         problems.append("cases.mjs for %s did not finish in %d s"
-                        % (b, NODE_TIMEOUT))
+                        % (b, NODE_TIMEOUT * (WEBKIT_SLOWER if b == "webkit"
+                                              else 1)))
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=10)
@@ -1151,7 +1156,8 @@ def main():
                 # parse: a recording also notes whether the viewer showed
                 # the document (seconds per cell, so not in every run)
                 "matrix": dict(matrix_sites[b], workers=args.matrix_tabs,
-                               caseTimeout=MATRIX_CASE_TIMEOUT * 1000,
+                               caseTimeout=MATRIX_CASE_TIMEOUT * 1000
+                               * (WEBKIT_SLOWER if b == "webkit" else 1),
                                parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)

@@ -361,11 +361,12 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
       browserName: 'MiniBrowser',
       pageLoadStrategy: 'none',
       unhandledPromptBehavior: 'ignore',
-      proxy: { proxyType: 'manual', httpProxy: `127.0.0.1:${proxyPort}`,
-               sslProxy: `127.0.0.1:${proxyPort}`, noProxy: [] },
+
       'webkitgtk:browserOptions': {
         binary: MINIBROWSER,
-        args: ['--automation', ...args],
+        // MiniBrowser's --proxy: one proxy for every scheme (WebDriver's
+        // sslProxy makes WebKitWebDriver speak TLS to the proxy itself)
+        args: ['--automation', `--proxy=http://127.0.0.1:${proxyPort}`, ...args],
         certificates,
       },
     }).build();
@@ -408,6 +409,7 @@ export class LoopbackProxy {
   _connect(req, sock, head) {
     const [host, port] = req.url.split(':');
     const local = this.local.has(host);
+    if (process.env.PDFTOKEN_WEBKIT_DEBUG) console.log(`[webkit] proxy CONNECT ${req.url} local=${local}`);
     const up = net.connect(local ? Number(port) : this.sinkPort, '127.0.0.1', () => {
       if (local) {
         sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -457,6 +459,7 @@ export class LoopbackProxy {
       return;
     }
     const local = u.protocol === 'http:' && this.local.has(u.hostname);
+    if (process.env.PDFTOKEN_WEBKIT_DEBUG) console.log(`[webkit] proxy ${req.method} ${req.url} local=${local}`);
     const rule = this.rule;
     if (local && rule && req.url.startsWith(rule.prefix) && u.searchParams.has('pdftoken')) {
       rule.held += 1;
