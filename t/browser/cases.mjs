@@ -1497,7 +1497,7 @@ async function caseFloodMethods() {
       `${m} ${g.stored}/${g.requests}/${g.count}` + (g.windows ? ` (${g.windows} win)` : '')).join(', ') +
       ` -> ${floodMethod}`;
     r.measured = got;
-  }, 150000);
+  }, B === 'webkit' ? 300000 : 150000); // WebKit: a WebDriver session per method, slower
 }
 
 // p1-p3: the site sets its own session cookie; an attacker page forces
