@@ -1,8 +1,24 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Browser end-to-end tests of mod_pdftoken: Debian's Chromium and Firefox ESR.
+"""Browser end-to-end tests of mod_pdftoken: Debian's Chromium, Firefox ESR
+and WebKitGTK.
 
-This driver owns the server side; t/browser/cases.mjs (puppeteer-core) owns
-the browser side and is run once per browser.
+This driver owns the server side; t/browser/cases.mjs owns the browser side
+and is run once per browser: puppeteer-core for Chromium (CDP) and Firefox
+(WebDriver BiDi); for WebKit, t/browser/webkit.mjs drives WebKitGTK's
+MiniBrowser through WebKitWebDriver (W3C WebDriver classic, with
+selenium-webdriver) behind the same page interface, under an Xvfb this
+driver starts inside the network namespace and stops.  Each WebKit session
+sends everything through a loopback proxy of its own (host names to
+127.0.0.1, anything else to the sink, and the request holding of c6a/c6b
+that WebDriver classic lacks); WebKit trusts the HTTPS site's certificate
+for the run's host names (webkitgtk:browserOptions certificates).
+
+Where WebKit cannot do what a case measures, the case measures that it
+cannot, keeps every other check, and the table shows LIMIT (tag) instead
+of ok, with the reason printed under the table: its pdf.js ignores #page=N
+(c3, f2, f3: the unprotected control proves it), with JavaScript off its
+viewer does not run (f5), and it spoke HTTP/1.1 through the host-name
+proxy's tunnel (h1, h2).
 
     httpd     Debian's /usr/sbin/apache2 with the module, started through
               t/integration/harness.py on 127.0.0.1:<free port>; a second
@@ -41,7 +57,7 @@ requests the browsers' own background services still attempt are caught by
 the sink and listed in the `net` row.  Without root, the sink alone guards,
 and any request it catches fails the run.
 
-Every case runs in both browsers; its documents live under /<browser>/<case>/
+Every case runs in every browser; its documents live under /<browser>/<case>/
 so that the access log tells the cases apart.  Cases c1-c8 run in the
 default scope (PdfTokenFragment strip); d1-d3 are PDFs made by a handler
 at a URL without .pdf (SPEC section 2, judged by the output filter), each
@@ -111,7 +127,7 @@ installs them).
     PDFTOKEN_BROWSER_SHOTS=DIR save every screenshot taken into DIR
     --browser NAME             run one browser only (for debugging)
     --case ID                  run only this case, repeatable (debugging)
-    --record-matrix            run m1 and m2 only, in both browsers, and
+    --record-matrix            run m1 and m2 only, in every browser, and
                                write t/browser/render-matrix.tsv from m1
     --matrix-tabs N            tabs the matrix uses at once (default 4)
     --matrix-cell ID           run only this matrix cell, repeatable
