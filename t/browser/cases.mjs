@@ -1,10 +1,11 @@
 // Licensed under the Apache License, Version 2.0; see LICENSE.
 //
 // The browser side of the mod_pdftoken end-to-end tests: drives one browser
-// (Debian's Chromium over CDP, or Firefox ESR over WebDriver BiDi) with
-// puppeteer-core through every case, reads the server's access log, and
-// writes the results as JSON.  Started by t/browser/run.py, which runs the
-// servers:   node cases.mjs CONFIG.json
+// (Debian's Chromium over CDP, or Firefox ESR over WebDriver BiDi, with
+// puppeteer-core; or WebKitGTK's MiniBrowser over W3C WebDriver through
+// webkit.mjs, which gives it the same page interface) through every case,
+// reads the server's access log, and writes the results as JSON.  Started
+// by t/browser/run.py, which runs the servers:   node cases.mjs CONFIG.json
 //
 // Each case checks what a person would see (final URL, the PDF viewer and
 // its page, a screenshot that is not blank, downloads) and what the server
