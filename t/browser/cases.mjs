@@ -1655,16 +1655,25 @@ function matrixDownloads(ctx, server) {
       }
       for (const f of downloadsIn(ctx)) {
         const file = path.join(ctx.downloads, f);
-        // size and time: WebKit saves a later download of the same
-        // name over the earlier one
         let size;
         try {
           const st = fs.statSync(file);
+          if (!st.isFile()) continue;
           size = `${st.size} ${st.mtimeMs}`;
         } catch { continue; }
         if (scanned.get(f) === size) continue;
         scanned.set(f, size);
-        mark(labelIn(file), 'file');
+        const key = labelIn(file);
+        mark(key, 'file');
+        // WebKit does not save a download over a file of the same name
+        // (many cells are called x.pdf): move a labelled file aside
+        if (B === 'webkit' && key) {
+          fs.mkdirSync(path.join(ctx.downloads, 'seen'), { recursive: true });
+          try {
+            fs.renameSync(file, path.join(ctx.downloads, 'seen', `${key.replace(' ', '-')}-${f}`));
+            scanned.delete(f);
+          } catch { /* moved meanwhile */ }
+        }
       }
       return seen.get(`${scope} ${id}`) || null;
     },
@@ -1705,6 +1714,8 @@ async function measureCell(ctx, page, cell, scope, dl, parse) {
   const obs = { id: cell.id, outcome: null, href: null, notes: [] };
   let navError = null;
   let abortedAt = 0;
+  const logBefore = logFor(cell.path).length;
+  let answeredAt = 0;
   page.goto(cell.url, { waitUntil: 'load', timeout: MATRIX_CELL_TIMEOUT })
     .catch((e) => {
       navError = e.message.split('\n')[0];
@@ -1733,6 +1744,20 @@ async function measureCell(ctx, page, cell, scope, dl, parse) {
     // An error page, for this cell's URL: Firefox's names it in its own
     // URL (u=); Chromium's says nothing, but this cell's navigation
     // failed with a net:: error (an aborted one is a download's).
+    // WebKit drops a response with an error status that it does not
+    // render (no document, no download, no error page): once httpd has
+    // logged the answer (status >= 400) and the grace has passed with the
+    // tab still elsewhere and no download, that is this engine's "error".
+    if (B === 'webkit' && !answeredAt) {
+      const e = logFor(cell.path).slice(logBefore).find((x) => x.status >= 400);
+      if (e) answeredAt = Date.now();
+    }
+    if (B === 'webkit' && answeredAt && Date.now() - answeredAt > MATRIX_ABORT_GRACE &&
+        !(st && samePath(st.href, cell.path))) {
+      obs.outcome = 'error';
+      obs.notes.push('WebKit dropped the error answer: no document, no download');
+      break;
+    }
     const failed = !st ? null : st.href.startsWith('chrome-error:')
       ? (navError && !abortedAt ? (/ at (\S+)/.exec(navError) || [])[1] : null)
       : /^about:(neterror|certerror)\?/.test(st.uri)

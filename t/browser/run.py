@@ -949,17 +949,41 @@ def print_matrix_summary(browsers, cells, table):
 
 
 def record_matrix(browsers, cells, table, versions):
-    """Write render-matrix.tsv from m1; returns problems (then no file)."""
+    """Write render-matrix.tsv from m1; returns problems (then no file).
+
+    An engine not run this time (--browser) keeps its column, version and
+    notes from the current recording, which must define the same cells."""
     problems = ["%s/m1 failed" % b for b in browsers
                 if not (table.get(("m1", b)) or {}).get("ok")]
-    if sorted(browsers) != sorted(matrix.ENGINES):
-        problems.append("recording needs every engine: %s"
-                        % ", ".join(matrix.ENGINES))
+    kept = [e for e in matrix.ENGINES if e not in browsers]
+    old = {}
+    old_notes = []
+    if kept:
+        try:
+            comments, recorded = matrix.read()
+        except (OSError, ValueError) as e:
+            recorded, comments = [], []
+            problems.append("cannot keep %s from %s: %s"
+                            % (", ".join(kept), matrix.TSV.name, e))
+        old = {c["id"]: c for c in recorded}
+        if [matrix.key(c) for c in recorded] != [matrix.key(c) for c in cells]:
+            problems.append("%s defines other cells: record every engine"
+                            % matrix.TSV.name)
+        for line in comments:
+            for e in kept:
+                m = re.search(r"\b%s (.*?)(;|$)" % e, line)
+                if line.startswith("# Browsers:") and m:
+                    versions[e] = m.group(1)
+                if line.startswith("# %s: " % e):
+                    old_notes.append(line[2:])
     rows = []
     for c in cells:
         row = dict(c, outcomes={})
         for b in matrix.ENGINES:
-            o = _observed(table, "m1", b).get(c["id"], {}).get("outcome")
+            if b in kept:
+                o = old.get(c["id"], {}).get("outcomes", {}).get(b)
+            else:
+                o = _observed(table, "m1", b).get(c["id"], {}).get("outcome")
             if o not in matrix.OUTCOMES:
                 problems.append("%s/%s: no outcome to record" % (c["id"], b))
             row["outcomes"][b] = o
@@ -969,8 +993,8 @@ def record_matrix(browsers, cells, table, versions):
         return problems
     # Cells where the viewer took the response but showed no document in
     # 8 s (an HTML body aside): not an outcome, worth knowing.
-    notes = []
-    for b in matrix.ENGINES:
+    notes = list(old_notes)
+    for b in browsers:
         blank = [c["id"] for c in cells if c["body"] != "html"
                  and "viewer showed no document" in
                  _observed(table, "m1", b).get(c["id"], {}).get("notes", [])]
@@ -1065,8 +1089,9 @@ def main():
                     help="run only this matrix cell (debugging)")
     args = ap.parse_args()
     if args.record_matrix:
-        if args.browser or args.case or args.matrix_cell:
-            ap.error("--record-matrix runs m1 and m2 in every browser")
+        if args.case or args.matrix_cell:
+            ap.error("--record-matrix runs m1 and m2 (in every browser, or "
+                     "in --browser, keeping the others' columns)")
         args.case = ["m1", "m2"]
     browsers = args.browser or list(BROWSERS)
     cases = [c for c in CASES if not args.case or c[0] in args.case
