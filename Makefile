@@ -214,8 +214,11 @@ $(BROWSER_NODE): t/browser/package.json t/browser/package-lock.json
 
 # Both attacks and every visitor's path in Debian's Chromium (CDP) and
 # Firefox ESR (WebDriver BiDi), driven by puppeteer-core: t/browser/run.py.
-# Includes the render matrix (t/browser/render-matrix.tsv): fails when an
-# engine renders a cell differently from the recording.  About 5 minutes.
+# Over HTTP, and over HTTPS with h2 (a test CA made per run, trusted by the
+# browsers through NSS databases), with issue 13's planted cookies and
+# pile-up.  Includes the render matrix (t/browser/render-matrix.tsv): fails
+# when an engine renders a cell differently from the recording.  17 minutes
+# measured on a 2-core machine at load 15-25 (Chromium 382 s, Firefox 614 s).
 browser: browser-deps $(MODULE) $(BROWSER_NODE)
 	$(PYTHON) t/browser/run.py
 
