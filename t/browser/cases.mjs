@@ -1495,8 +1495,8 @@ async function caseFloodMethods() {
     // the most stored; a tie goes to the earlier method in run.py's list
     const best = Object.entries(got).sort((a, b) => b[1].stored - a[1].stored)[0];
     floodMethod = best[0];
-    check(r, best[1].stored >= c.count / 2,
-          `no method stored half of ${c.count} cookies: ${JSON.stringify(got)}`);
+    check(r, best[1].stored >= c.count / 3,
+          `no method stored a third of ${c.count} cookies: ${JSON.stringify(got)}`);
     r.outcome = 'stored/sent/forced: ' + Object.entries(got).map(([m, g]) =>
       `${m} ${g.stored}/${g.requests}/${g.count}` + (g.windows ? ` (${g.windows} win)` : '')).join(', ') +
       ` -> ${floodMethod}`;

@@ -47,7 +47,7 @@ FDF_ATTACK = "#FDF=javascript:alert(1)"
 # Pile-up (p0-p3): first requests an attacker page forces, how many the
 # p0 measurement of each method sends, and the methods p0 compares.
 FLOOD = 300
-FLOOD_PROBE = 40
+FLOOD_PROBE = 24
 FLOOD_METHODS = ("reopen", "popups", "popup", "opener", "iframes", "images")
 FLOOD_INTERVAL_MS = 20
 
@@ -223,7 +223,6 @@ class PlantSite:
         self.plants = {}       # "/plant/<b>/<case>" -> case config
         self.http_port = harness.free_port()
         self.tls_port = harness.free_port()
-        self.served = []
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -245,7 +244,6 @@ class PlantSite:
                 origin = "%s://%s" % (c["scheme"], self.headers.get("Host"))
                 plant = {"token": token, "suffix": suffix, "target": target,
                          "script": cookies, "header": cookies}
-                site.served.append(plant)
                 data = (PLANT_PAGE % {
                     "origin": html.escape(origin),
                     "target_html": html.escape(target),
@@ -307,7 +305,11 @@ function each(fn) {
       window.floodState.done = true;
       return;
     }
-    try { fn(F.urls[i], i); } catch (e) { window.floodState.error = String(e); }
+    try {
+      fn(F.urls[i], i);
+    } catch (e) {
+      window.floodState.error = String(e);
+    }
     i += 1;
     window.floodState.sent = i;
   }, F.interval);
@@ -459,12 +461,12 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
                                  "interval": FLOOD_INTERVAL_MS})}
         return attacker.url("/%s/%s-%s.html" % (b, case, method))
 
-    # p0: 40 PDFs per method; 10 for iframes, where each is a PDF viewer
+    # p0: 24 PDFs per method; 6 for iframes, where each is a PDF viewer
     # of its own (seconds each in Firefox) and none has stored a cookie
     cases["p0"] = {"methods": {}, "count": FLOOD_PROBE,
                    "paths": many[:FLOOD_PROBE]}
     for m in FLOOD_METHODS:
-        n = 10 if m == "iframes" else FLOOD_PROBE
+        n = 6 if m == "iframes" else FLOOD_PROBE
         cases["p0"]["methods"][m] = {
             "url": flood("p0", m, [http + p for p in many[:n]]), "count": n}
     c = cases["p1"] = pdf("p1", base=http)
@@ -502,7 +504,7 @@ def config(https_port, ca):
             "serverCert": str(ca.server_cert)}
 
 
-def backend_queries(b, case_cfg):
+def backend_queries(case_cfg):
     try:
         return Path(case_cfg["seen"]).read_text("latin-1").splitlines()
     except OSError:
@@ -515,7 +517,7 @@ def judge(b, cases, table):
     if r is None:
         return
     want = cases["h2"]["query"]
-    got = backend_queries(b, cases["h2"])
+    got = backend_queries(cases["h2"])
     if len(got) < 2 or any(q != want for q in got):
         r["failures"].append(
             "back end saw the queries %s, expected %r twice or more (the "

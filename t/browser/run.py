@@ -89,7 +89,7 @@ Neither may end inline: the log must say fallback (attachment), the
 browser must have refused the __Host- cookie (jar, page, Cookie header),
 and the table says what each engine did with each planted cookie.  p0-p3
 are the pile-up: an attacker page whose one click forces first requests
-for the site's PDFs, one every 20 ms.  p0 measures, 40 PDFs per method in a
+for the site's PDFs, one every 20 ms.  p0 measures, 24 PDFs per method in a
 fresh browser, which way of forcing them makes the browser store the
 module's cookies (popup windows navigated by window.open(url, name) or by
 their location, the attacker's own window driven from a popup, cross-site
@@ -198,7 +198,7 @@ CASES = [
     ("h2", "HTTPS+h2: PHP invoice.php?id=3: 302, inline"),
     ("h3", "sibling host plants Domain= cookies: not inline"),
     ("h4", "plain-HTTP same name plants cookies: not inline"),
-    ("p0", "pile-up: what stores the module's cookies (40 each)"),
+    ("p0", "pile-up: what stores the module's cookies (24 each)"),
     ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
     ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),
     ("p3", "pile-up HTTPS, 300 PDFs: <= 8 for the host"),
