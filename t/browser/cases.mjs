@@ -479,6 +479,7 @@ async function launch(name, { blockCookies = false, noScript = false, downloadEv
       certificates: cfg.https ? cfg.https.hosts.map((host) => ({
         host, certificateFile: cfg.https.serverCert })) : [],
       hosts: cfg.https ? cfg.https.hosts : [],
+      onSpawn: (pid) => fs.appendFileSync(cfg.pidfile, `${pid}\n`),
     };
     // `sessions` > 1: MiniBrowsers that measure at once (the matrix)
     browser = sessions > 1 ? await launchWebKitPool(sessions, opts) : await launchWebKit(opts);

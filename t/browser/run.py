@@ -125,6 +125,7 @@ installs them).
 
     PDFTOKEN_KEEP_TMP=1        keep the work directory (logs, profiles)
     PDFTOKEN_BROWSER_SHOTS=DIR save every screenshot taken into DIR
+    PDFTOKEN_WEBKIT_DEBUG=1    log WebKit's WebDriver commands and proxy
     --browser NAME             run one browser only (for debugging)
     --case ID                  run only this case, repeatable (debugging)
     --record-matrix            run m1 and m2 only, in every browser, and

@@ -331,7 +331,7 @@ class WebKitBrowser {
 // more MiniBrowser options (--cookies-policy=never, --enable-javascript=
 // false); `certificates` are WebKit's [{host, certificateFile}] to trust.
 export async function launchWebKit({ dir, downloads, sinkPort, args = [], certificates = [],
-                                     hosts = [] }) {
+                                     hosts = [], onSpawn = null }) {
   const home = path.join(dir, 'home');
   const config = path.join(home, '.config');
   fs.mkdirSync(config, { recursive: true });
@@ -344,6 +344,9 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
   const child = spawn('WebKitWebDriver', [`--port=${port}`, '--host=local'], {
     env, detached: true, stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // the caller records the PID at once: a case that times out while this
+  // launch runs must not leave the driver behind
+  if (onSpawn && child.pid) onSpawn(child.pid);
   let stderr = '';
   child.stderr.on('data', (b) => { stderr = (stderr + b.toString()).slice(-4000); });
   const dbg = (m) => { if (process.env.PDFTOKEN_WEBKIT_DEBUG) console.log(`[webkit] launch ${dir}: ${m}`); };
