@@ -19,9 +19,12 @@ pkgs_lint="clang-format cppcheck"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
 # dh_apache2 (in apache2-dev, from the build group).
 pkgs_deb="debhelper dpkg-dev fakeroot build-essential"
-# Debian's browsers for t/browser; Node.js and npm (to install puppeteer-core)
-# only when no node/npm is on PATH already.
-pkgs_browser="chromium firefox-esr"
+# Debian's browsers for t/browser: Chromium, Firefox ESR, and WebKitGTK's
+# MiniBrowser with its WebDriver server (webkit2gtk-driver), which needs an
+# X server (xvfb); certutil (libnss3-tools) and openssl for its test CA;
+# Node.js and npm (to install puppeteer-core and selenium-webdriver) only
+# when no node/npm is on PATH already.
+pkgs_browser="chromium firefox-esr webkit2gtk-driver xvfb libnss3-tools openssl"
 command -v node >/dev/null 2>&1 || pkgs_browser="$pkgs_browser nodejs"
 command -v npm >/dev/null 2>&1 || pkgs_browser="$pkgs_browser npm"
 

@@ -13,8 +13,10 @@ The recording, t/browser/render-matrix.tsv, is data that other tests read
 
     # comment lines start with '#'
     id<TAB>status<TAB>content_type<TAB>disposition<TAB>nosniff<TAB>body<TAB>
-        url_pdf<TAB>chromium<TAB>firefox
+        url_pdf<TAB>chromium<TAB>firefox<TAB>webkit
 
+one column per engine after the seven that define the cell, named in the
+header row (a reader takes the engines from it);
 `(absent)` is a header that is not sent, `(empty)` one sent with an empty
 value; nosniff and url_pdf are 0/1; body is pdf, pdf-ws (the same PDF after
 one "\\n") or html; the engine columns are pdf, download, page or error.
@@ -32,9 +34,10 @@ from samplepdf import make_pdf
 HERE = Path(__file__).resolve().parent
 TSV = HERE / "render-matrix.tsv"
 
-COLUMNS = ["id", "status", "content_type", "disposition", "nosniff", "body",
-           "url_pdf", "chromium", "firefox"]
-ENGINES = ["chromium", "firefox"]
+ENGINES = ["chromium", "firefox", "webkit"]
+CELL_COLUMNS = ["id", "status", "content_type", "disposition", "nosniff",
+                "body", "url_pdf"]
+COLUMNS = CELL_COLUMNS + ENGINES
 OUTCOMES = ("pdf", "download", "page", "error")
 BODIES = ("pdf", "pdf-ws", "html")
 ABSENT = "(absent)"
@@ -174,7 +177,11 @@ def describe(cell):
 
 
 def read(path=TSV):
-    """(comment lines, cells with an `outcomes` dict per engine)."""
+    """(comment lines, cells with an `outcomes` dict per engine).
+
+    The engines are the header's columns after the cell's own: a recording
+    may lack an engine (then run.py says it is not recorded), never name
+    one twice or one it does not know."""
     comments, rows, header = [], [], None
     for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
         if line.startswith("#"):
@@ -185,15 +192,18 @@ def read(path=TSV):
         fields = line.split("\t")
         if header is None:
             header = fields
-            if header != COLUMNS:
+            engines = header[len(CELL_COLUMNS):]
+            if header[:len(CELL_COLUMNS)] != CELL_COLUMNS or not engines \
+                    or len(set(engines)) != len(engines) \
+                    or any(e not in ENGINES for e in engines):
                 raise ValueError("%s:%d: header row %r, expected %r"
                                  % (path, n, header, COLUMNS))
             continue
-        if len(fields) != len(COLUMNS):
+        if len(fields) != len(header):
             raise ValueError("%s:%d: %d fields" % (path, n, len(fields)))
-        f = dict(zip(COLUMNS, fields))
+        f = dict(zip(header, fields))
         bad = [c for c in ("nosniff", "url_pdf") if f[c] not in ("0", "1")]
-        bad += [e for e in ENGINES if f[e] not in OUTCOMES]
+        bad += [e for e in engines if f[e] not in OUTCOMES]
         if bad or f["body"] not in BODIES or not f["status"].isdigit() \
                 or not re.match(r"^c\d{3}$", f["id"]):
             raise ValueError("%s:%d: bad row %r" % (path, n, line))
@@ -202,7 +212,7 @@ def read(path=TSV):
                      "disposition": _value(f["disposition"]),
                      "nosniff": f["nosniff"] == "1", "body": f["body"],
                      "url_pdf": f["url_pdf"] == "1",
-                     "outcomes": {e: f[e] for e in ENGINES}})
+                     "outcomes": {e: f[e] for e in engines}})
     if header is None:
         raise ValueError("%s: no header row" % path)
     return comments, rows

@@ -5,8 +5,8 @@
  * Content-Type read the Fetch way, the disposition and file-name rule, and
  * the %PDF- sniff (SPEC section 2).
  *
- * The last case reads t/browser/render-matrix.tsv, what Chromium and
- * Firefox were measured to render as a PDF (make browser records it and
+ * The last case reads t/browser/render-matrix.tsv, what Chromium, Firefox
+ * and WebKit were measured to render as a PDF (make browser records it and
  * fails when an engine changes), and requires the library to call every
  * such cell a PDF: a browser update that renders a new kind of response
  * then fails here too, instead of opening a hole silently.
@@ -248,7 +248,12 @@ END_TEST
 
 /* ---- the browsers' render matrix ------------------------------------- */
 
-#define MATRIX_COLS 9
+/* Seven columns define a cell; then one column per engine, named in the
+ * header row.  Every engine the browser suite drives must have its column. */
+#define MATRIX_CELL_COLS 7
+#define MATRIX_MAX_COLS 16
+
+static const char *const matrix_engines[] = {"chromium", "firefox", "webkit"};
 
 /* "(absent)" is no header, "(empty)" an empty one. */
 static const char *header_value(const char *cell)
@@ -278,14 +283,15 @@ static const char *matrix_body(const char *kind, size_t *len)
     return html;
 }
 
-/* Split line at tabs into at most MATRIX_COLS cells; returns the count. */
-static int split_tabs(char *line, char *cells[MATRIX_COLS])
+/* Split line at tabs into at most MATRIX_MAX_COLS cells; returns the count,
+ * or -1 for more. */
+static int split_tabs(char *line, char *cells[MATRIX_MAX_COLS])
 {
     int n = 0;
     char *c = line;
 
     line[strcspn(line, "\r\n")] = '\0';
-    while (n < MATRIX_COLS) {
+    while (n < MATRIX_MAX_COLS) {
         cells[n++] = c;
         c = strchr(c, '\t');
         if (!c) {
@@ -299,9 +305,12 @@ static int split_tabs(char *line, char *cells[MATRIX_COLS])
 START_TEST(test_render_matrix)
 {
     const char *dir = getenv("PDFTOKEN_SRCDIR");
-    char path[4096], line[4096], *cells[MATRIX_COLS];
+    char path[4096], line[4096], *cells[MATRIX_MAX_COLS];
+    char engines[MATRIX_MAX_COLS][16];
     FILE *fp;
-    int header = 0, rows = 0, pdf_rows[2] = {0, 0}, lineno = 0;
+    int header = 0, rows = 0, lineno = 0, ncols = 0, nengines = 0, engine;
+    int pdf_rows[MATRIX_MAX_COLS] = {0};
+    size_t k;
 
     snprintf(path, sizeof(path), "%s/t/browser/render-matrix.tsv",
              dir ? dir : ".");
@@ -313,28 +322,54 @@ START_TEST(test_render_matrix)
         const char *body;
         char urlpath[64];
         size_t blen;
-        int engine, rendered = 0, pdf_like;
+        char which[MATRIX_MAX_COLS * 16];
+        int rendered = 0, pdf_like, n;
 
         lineno++;
         if (line[0] == '#' || line[0] == '\n') {
             continue;
         }
-        ck_assert_msg(split_tabs(line, cells) == MATRIX_COLS,
-                      "%s:%d: want %d tab-separated columns", path, lineno,
-                      MATRIX_COLS);
+        n = split_tabs(line, cells);
         if (!header) {
-            ck_assert_msg(!strcmp(cells[0], "id")
-                              && !strcmp(cells[7], "chromium")
-                              && !strcmp(cells[8], "firefox"),
+            /* id ... url_pdf, then the engines, each once. */
+            ck_assert_msg(n > MATRIX_CELL_COLS && !strcmp(cells[0], "id")
+                              && !strcmp(cells[6], "url_pdf"),
                           "%s:%d: unexpected header row", path, lineno);
+            ncols = n;
+            nengines = n - MATRIX_CELL_COLS;
+            for (engine = 0; engine < nengines; engine++) {
+                const char *e = cells[MATRIX_CELL_COLS + engine];
+
+                ck_assert_msg(strlen(e) > 0 && strlen(e) < sizeof(engines[0]),
+                              "%s:%d: bad engine column '%s'", path, lineno, e);
+                for (n = 0; n < engine; n++) {
+                    ck_assert_msg(strcmp(engines[n], e) != 0,
+                                  "%s:%d: engine '%s' twice", path, lineno, e);
+                }
+                strcpy(engines[engine], e);
+            }
+            for (k = 0; k < NELTS(matrix_engines); k++) {
+                for (n = 0; n < nengines; n++) {
+                    if (!strcmp(engines[n], matrix_engines[k])) {
+                        break;
+                    }
+                }
+                ck_assert_msg(n < nengines, "%s:%d: no column for engine %s",
+                              path, lineno, matrix_engines[k]);
+            }
             header = 1;
             continue;
         }
+        ck_assert_msg(n == ncols, "%s:%d: want %d tab-separated columns", path,
+                      lineno, ncols);
         rows++;
-        for (engine = 0; engine < 2; engine++) {
-            if (!strcmp(cells[7 + engine], "pdf")) {
+        which[0] = '\0';
+        for (engine = 0; engine < nengines; engine++) {
+            if (!strcmp(cells[MATRIX_CELL_COLS + engine], "pdf")) {
                 rendered = 1;
                 pdf_rows[engine]++;
+                strcat(which, " ");
+                strcat(which, engines[engine]);
             }
         }
         if (!rendered) {
@@ -360,19 +395,17 @@ START_TEST(test_render_matrix)
         ck_assert_msg(pdf_like,
                       "%s:%d: cell %s (status %s, type '%s', disposition "
                       "'%s', nosniff %s, body %s, url .pdf %s) renders as a "
-                      "PDF in %s%s%s, but the library does not call it one",
+                      "PDF in%s, but the library does not call it one",
                       path, lineno, cells[0], cells[1], cells[2], cells[3],
-                      cells[4], cells[5], cells[6],
-                      !strcmp(cells[7], "pdf") ? "chromium " : "",
-                      !strcmp(cells[8], "pdf") ? "firefox" : "", "");
+                      cells[4], cells[5], cells[6], which);
     }
     fclose(fp);
     /* A file cut short or recorded wrong must not pass by saying little. */
     ck_assert_msg(header && rows >= 100, "%s: only %d rows", path, rows);
-    ck_assert_msg(pdf_rows[0] > 0 && pdf_rows[1] > 0,
-                  "%s: no cell rendered as PDF in chromium (%d) or firefox "
-                  "(%d)",
-                  path, pdf_rows[0], pdf_rows[1]);
+    for (engine = 0; engine < nengines; engine++) {
+        ck_assert_msg(pdf_rows[engine] > 0, "%s: no cell rendered as PDF in %s",
+                      path, engines[engine]);
+    }
 }
 END_TEST
 
