@@ -1001,18 +1001,27 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
 static AP_THREAD_LOCAL pdftoken_nonce_pool nonce_pool;
 #endif
 
-/* A fresh token for path, valid until expiry. */
+/* A fresh token for path, valid until expiry, that a WAF in front (the
+ * OWASP CRS at paranoia level 2) does not take for an SQL comment. */
 static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
                                   uint64_t expiry, char out[PDFTOKEN_LEN + 1])
 {
 #if AP_HAS_THREAD_LOCAL
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
-    pdftoken_status st = pdftoken_nonce_take(&nonce_pool, nonce);
+    pdftoken_status st = PDFTOKEN_OK;
+    int draw;
 
-    if (st != PDFTOKEN_OK) {
-        return st;
+    for (draw = 0; draw < PDFTOKEN_MINT_DRAWS; draw++) {
+        st = pdftoken_nonce_take(&nonce_pool, nonce);
+        if (st == PDFTOKEN_OK) {
+            st = pdftoken_mint_nonce(key, path, strlen(path), expiry, nonce,
+                                     out);
+        }
+        if (st != PDFTOKEN_OK || pdftoken_waf_inert(out)) {
+            break;
+        }
     }
-    return pdftoken_mint_nonce(key, path, strlen(path), expiry, nonce, out);
+    return st;
 #else
     return pdftoken_mint(key, path, strlen(path), expiry, out);
 #endif

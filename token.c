@@ -440,16 +440,29 @@ pdftoken_status pdftoken_mint_nonce(
     return PDFTOKEN_OK;
 }
 
+int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1])
+{
+    return strstr(token, "--") == NULL;
+}
+
 pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
                               size_t pathlen, uint64_t expiry,
                               char out[PDFTOKEN_LEN + 1])
 {
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
+    pdftoken_status st = PDFTOKEN_OK;
+    int draw;
 
-    if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
-        return PDFTOKEN_CRYPTO_ERROR;
+    for (draw = 0; draw < PDFTOKEN_MINT_DRAWS; draw++) {
+        if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
+            return PDFTOKEN_CRYPTO_ERROR;
+        }
+        st = pdftoken_mint_nonce(key, path, pathlen, expiry, nonce, out);
+        if (st != PDFTOKEN_OK || pdftoken_waf_inert(out)) {
+            break;
+        }
     }
-    return pdftoken_mint_nonce(key, path, pathlen, expiry, nonce, out);
+    return st;
 }
 
 pdftoken_status pdftoken_nonce_take(pdftoken_nonce_pool *pool,

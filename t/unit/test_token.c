@@ -627,6 +627,39 @@ START_TEST(test_mint_fresh_nonce)
 }
 END_TEST
 
+/* No minted token holds "--" (CRS rule 942440 reads it as an SQL comment):
+ * about one random token in 200 would, so 20000 mints show the redraw is
+ * there, and a nonce that makes "--" shows the predicate sees it. */
+START_TEST(test_mint_waf_inert)
+{
+    char t[PDFTOKEN_LEN + 1];
+    unsigned char nonce[PDFTOKEN_NONCE_LEN];
+    int i, found = 0;
+
+    for (i = 0; i < 20000; i++) {
+        assert_status(pdftoken_mint(&key_cur, LIT(FIXTURE_PATH), T0, t),
+                      PDFTOKEN_OK, "mint");
+        ck_assert_msg(pdftoken_waf_inert(t), "minted %s", t);
+    }
+    /* 0xfb 0xef 0xbe encodes as "----": a nonce whose first three bytes
+     * are those puts "--" in the token. */
+    memset(nonce, 0x11, sizeof(nonce));
+    nonce[0] = 0xfb;
+    nonce[1] = 0xef;
+    nonce[2] = 0xbe;
+    for (i = 0; i < 3 && !found; i++) {
+        assert_status(
+            pdftoken_mint_nonce(&key_cur, LIT(FIXTURE_PATH), T0, nonce, t),
+            PDFTOKEN_OK, "mint_nonce");
+        found = strstr(t, "--") != NULL;
+        memmove(nonce + 1, nonce, sizeof(nonce) - 1); /* shift alignment */
+        nonce[0] = 0x11;
+    }
+    ck_assert_msg(found, "no nonce gave a token with --");
+    ck_assert(!pdftoken_waf_inert(t));
+}
+END_TEST
+
 /* The batched nonces: a zeroed pool fills itself, hands out every nonce
  * of a batch once, and draws a new batch when it runs dry. */
 START_TEST(test_nonce_pool)
@@ -1747,6 +1780,7 @@ static Suite *token_suite(void)
     tc = tcase(s, "round_trip");
     tcase_add_loop_test(tc, test_round_trip, 0, NELTS(path_cases));
     tcase_add_test(tc, test_mint_fresh_nonce);
+    tcase_add_test(tc, test_mint_waf_inert);
     tcase_add_test(tc, test_nonce_pool);
 
     tc = tcase(s, "reject_expired");
