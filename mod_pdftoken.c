@@ -80,6 +80,7 @@ typedef struct {
     int dynamic;                  /* -1 unset, else dynamic_mode */
     int exempt_set;               /* 0 unset, 1 set (exempt may be NULL) */
     const ap_expr_info_t *exempt; /* NULL: no request is exempt */
+    int bind;                     /* -1 unset, 0 Off, 1 On (address) */
 } dir_conf;
 
 typedef struct {
@@ -145,6 +146,7 @@ static void *create_dir_conf(apr_pool_t *p, char *dummy)
     conf->fallback = -1;
     conf->fragment = -1;
     conf->dynamic = -1;
+    conf->bind = -1;
     return conf;
 }
 
@@ -163,6 +165,7 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->dynamic = add->dynamic != -1 ? add->dynamic : base->dynamic;
     conf->exempt_set = add->exempt_set || base->exempt_set;
     conf->exempt = add->exempt_set ? add->exempt : base->exempt;
+    conf->bind = add->bind != -1 ? add->bind : base->bind;
     return conf;
 }
 
@@ -207,6 +210,18 @@ static fragment_mode conf_fragment(const dir_conf *conf)
 static dynamic_mode conf_dynamic(const dir_conf *conf)
 {
     return conf->dynamic != -1 ? (dynamic_mode)conf->dynamic : DYNAMIC_REDIRECT;
+}
+
+static int conf_bind(const dir_conf *conf)
+{
+    return conf->bind == 1;
+}
+
+static const char *set_bind(cmd_parms *cmd, void *cfg, int on)
+{
+    (void)cmd;
+    ((dir_conf *)cfg)->bind = on ? 1 : 0;
+    return NULL;
 }
 
 static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
@@ -455,6 +470,9 @@ static const command_rec pdftoken_cmds[] = {
     AP_INIT_TAKE1("PdfTokenExempt", set_exempt, NULL, OR_FILEINFO,
                   "an expression (ap_expr); requests it matches are served "
                   "as if unprotected, or 'none'"),
+    AP_INIT_FLAG("PdfTokenBindAddress", set_bind, NULL, OR_FILEINFO,
+                 "On to bind each token to the client address it was "
+                 "minted for"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
                    "file holding the secret, and optionally the previous "
                    "secret's file"),
@@ -923,14 +941,42 @@ static int has_matching_cookie(request_rec *r, const char *name, const char *q,
     return pdftoken_cookie_match(header, strlen(header), cname, clen, q, qlen);
 }
 
+/*
+ * What a token is signed over: the document path, and with
+ * PdfTokenBindAddress On also the client address (mod_remoteip's, behind a
+ * proxy).  A browser that ignores the __Host- prefix (WebKitGTK) stores a
+ * cookie a sibling host or plain HTTP planted; the planter's token was
+ * minted for the planter's address, so it does not verify for the
+ * victim's.  Paths never hold a NUL (the module reads them with strlen),
+ * so "path NUL address" never equals another path.
+ */
+static const char *token_subject(request_rec *br, const dir_conf *conf,
+                                 const char *path, size_t *len)
+{
+    size_t plen = strlen(path), alen;
+    char *subject;
+
+    if (!conf_bind(conf) || !br->useragent_ip) {
+        *len = plen;
+        return path;
+    }
+    alen = strlen(br->useragent_ip);
+    subject = apr_palloc(br->pool, plen + 1 + alen);
+    memcpy(subject, path, plen);
+    subject[plen] = '\0';
+    memcpy(subject + plen + 1, br->useragent_ip, alen);
+    *len = plen + 1 + alen;
+    return subject;
+}
+
 /* Judge the request the browser made (br), by SPEC's table. */
 static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
                      const srv_conf *sconf, const char *path)
 {
     const char *name = conf_name(conf);
     const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
-    const char *q = NULL;
-    size_t qlen = 0, count;
+    const char *q = NULL, *subject;
+    size_t qlen = 0, count, slen;
     uint64_t now = (uint64_t)apr_time_sec(r->request_time), expiry = 0;
     pdftoken_status st;
 
@@ -949,8 +995,9 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
                       log_path(path), count);
         return VERDICT_REDIRECT;
     }
-    st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, path,
-                         strlen(path), now, &expiry);
+    subject = token_subject(br, conf, path, &slen);
+    st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, subject,
+                         slen, now, &expiry);
     if (st == PDFTOKEN_OK && has_matching_cookie(r, name, q, qlen)) {
         ap_log_rerror(
             APLOG_MARK, APLOG_DEBUG, 0, r,
@@ -981,6 +1028,22 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
         return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
                                                     : VERDICT_FALLBACK;
     }
+    if (st == PDFTOKEN_BAD_TAG && conf_bind(conf)
+        && has_matching_cookie(r, name, q, qlen)) {
+        /* Its own cookie beside it: a token minted for another address,
+         * planted with its cookie, or a reader whose address changed
+         * between the redirect and the follow-up.  A download, never a
+         * redirect: that reader would be sent round for as long as the
+         * address keeps changing. */
+        ap_log_rerror(
+            APLOG_MARK, APLOG_INFO, 0, r,
+            PDFTOKEN_LOGNO(00019) "%s: token of another client address, with "
+                                  "its cookie: %s",
+            log_path(path),
+            conf_fallback(conf) == FALLBACK_DENY ? "denied" : "download");
+        return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
+                                                    : VERDICT_FALLBACK;
+    }
     if (st == PDFTOKEN_CRYPTO_ERROR) {
         ap_log_rerror(
             APLOG_MARK, APLOG_ERR, 0, r,
@@ -1001,10 +1064,12 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
 static AP_THREAD_LOCAL pdftoken_nonce_pool nonce_pool;
 #endif
 
-/* A fresh token for path, valid until expiry, that a WAF in front (the
- * OWASP CRS at paranoia level 2) does not take for an SQL comment. */
-static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
-                                  uint64_t expiry, char out[PDFTOKEN_LEN + 1])
+/* A fresh token for subject[0..len) (token_subject), valid until expiry,
+ * that a WAF in front (the OWASP CRS at paranoia level 2) does not take
+ * for an SQL comment. */
+static pdftoken_status mint_token(const pdftoken_key *key, const char *subject,
+                                  size_t len, uint64_t expiry,
+                                  char out[PDFTOKEN_LEN + 1])
 {
 #if AP_HAS_THREAD_LOCAL
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
@@ -1014,8 +1079,7 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
     for (draw = 0; draw < PDFTOKEN_MINT_DRAWS; draw++) {
         st = pdftoken_nonce_take(&nonce_pool, nonce);
         if (st == PDFTOKEN_OK) {
-            st = pdftoken_mint_nonce(key, path, strlen(path), expiry, nonce,
-                                     out);
+            st = pdftoken_mint_nonce(key, subject, len, expiry, nonce, out);
         }
         if (st != PDFTOKEN_OK || pdftoken_waf_inert(out)) {
             break;
@@ -1023,7 +1087,7 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *path,
     }
     return st;
 #else
-    return pdftoken_mint(key, path, strlen(path), expiry, out);
+    return pdftoken_mint(key, subject, len, expiry, out);
 #endif
 }
 
@@ -1074,12 +1138,15 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     char token[PDFTOKEN_LEN + 1];
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     const char *epath = pct_encode(r->pool, path, strlen(path), PATH_KEEP);
-    const char *clean, *url, *cookie;
+    const char *clean, *url, *cookie, *subject;
     int timeout = conf_timeout(conf);
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
+    size_t slen;
     pdftoken_status st;
 
-    st = mint_token(&sconf->keys[0], path, now + (uint64_t)timeout, token);
+    subject = token_subject(br, conf, path, &slen);
+    st = mint_token(&sconf->keys[0], subject, slen, now + (uint64_t)timeout,
+                    token);
     if (st != PDFTOKEN_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       PDFTOKEN_LOGNO(00009) "%s: cannot mint a token: %s",

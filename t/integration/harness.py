@@ -285,12 +285,13 @@ def _to_bytes(value):
 
 def http_request(port, method="GET", target="/", headers=(), body=b"",
                  host=None, tls=False, timeout=20, add_content_length=None,
-                 cafile=None):
+                 cafile=None, source=None):
     """Send one request (Connection: close) and return its Response.
 
     target and header values may be bytes, so that a test can put any byte
     on the wire.  `headers` is a list of (name, value) pairs; a Host header
-    is added unless one is given.
+    is added unless one is given.  `source`: the client's own address, say
+    127.0.0.2 for a second client (still loopback).
     """
     headers = list(headers)
     if not any(_to_bytes(n).lower() == b"host" for n, _ in headers):
@@ -304,7 +305,9 @@ def http_request(port, method="GET", target="/", headers=(), body=b"",
     for n, v in headers:
         head += _to_bytes(n) + b": " + _to_bytes(v) + b"\r\n"
     head += b"\r\n"
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                    source_address=(source, 0) if source
+                                    else None)
     try:
         if tls:
             sock = tls_wrap(sock, cafile)

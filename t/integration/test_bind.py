@@ -1,0 +1,191 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""PdfTokenBindAddress: tokens signed over the document path and the
+client's address (README, Limitations: WebKitGTK's cookie jar takes a
+__Host- cookie that a sibling host or plain HTTP planted).
+
+The planter fetches a real token and its cookie from its own address
+(127.0.0.2, still loopback) and the victim (127.0.0.1) presents both: with
+the directive the token does not verify for the victim's address, and the
+matching cookie beside it turns the answer into the fallback (a download,
+never inline, never a redirect that a reader whose address changes would
+go round in).  Without the cookie it heals like any invalid token (R4).
+Off, the default, keeps SPEC's token: any address may use it.  Behind a
+proxy, mod_remoteip's address is the one bound.
+"""
+
+import pytest
+
+import pdftoken_ref as ref
+from checks import assert_attachment, assert_inline, assert_redirect
+
+VICTIM, PLANTER = "127.0.0.1", "127.0.0.2"
+
+CONFIG = r"""
+<Directory "@DOCROOT@/bind">
+    PdfTokenProtect On
+    PdfTokenBindAddress On
+</Directory>
+<Directory "@DOCROOT@/bind/deny">
+    PdfTokenFallback deny
+</Directory>
+<Directory "@DOCROOT@/bind/off">
+    PdfTokenBindAddress Off
+</Directory>
+<Directory "@DOCROOT@/plain">
+    PdfTokenProtect On
+</Directory>
+"""
+
+PROXIED = r"""
+RemoteIPHeader X-Forwarded-For
+RemoteIPInternalProxy 127.0.0.1
+<Directory "@DOCROOT@/bind">
+    PdfTokenProtect On
+    PdfTokenBindAddress On
+</Directory>
+"""
+
+
+@pytest.fixture(scope="module")
+def srv(pool):
+    s = pool.make("bind")
+    s.files = {"bind": s.write_pdf("bind/doc.pdf", "bound doc"),
+               "deny": s.write_pdf("bind/deny/doc.pdf", "bound deny doc"),
+               "off": s.write_pdf("bind/off/doc.pdf", "unbound doc"),
+               "plain": s.write_pdf("plain/doc.pdf", "plain doc")}
+    s.configure(CONFIG)
+    s.start()
+    return s
+
+
+def bound(path, address):
+    return path.encode() + b"\0" + address.encode()
+
+
+def first(srv, path, source=VICTIM, headers=()):
+    r = srv.get(path, source=source, headers=list(headers))
+    token, cookie = assert_redirect(srv, r, path)
+    return r, token, cookie
+
+
+def test_token_is_signed_over_path_and_client_address(srv):
+    r = srv.get("/bind/doc.pdf")
+    assert_redirect(srv, r, "/bind/doc.pdf", secret=srv.secret,
+                    token_path=bound("/bind/doc.pdf", VICTIM))
+    token = r.location_token("pdftoken")
+    assert not ref.verifies(srv.secret, token, b"/bind/doc.pdf")
+
+
+def test_a_forwarded_for_header_cannot_choose_the_address(srv):
+    """Without mod_remoteip the connection's address is bound, whatever
+    X-Forwarded-For claims: a planter cannot mint for the victim's."""
+    r = srv.get("/bind/doc.pdf", source=PLANTER,
+                headers=[("X-Forwarded-For", VICTIM)])
+    assert_redirect(srv, r, "/bind/doc.pdf", secret=srv.secret,
+                    token_path=bound("/bind/doc.pdf", PLANTER))
+
+
+def test_reader_on_one_address_gets_it_inline(srv):
+    r, token, cookie = first(srv, "/bind/doc.pdf")
+    r2 = srv.get(r.location_target(), cookies=[cookie],
+                 headers=[("X-Test-Id", "bind-pass")])
+    assert_inline(r2, srv.files["bind"])
+    assert srv.access_log_entry("bind-pass") == ("200", "pass")
+
+
+def test_planted_token_and_cookie_from_another_address_is_a_download(srv):
+    r, token, cookie = first(srv, "/bind/doc.pdf", source=PLANTER)
+    at = srv.error_log_size()
+    r2 = srv.get(r.location_target(), cookies=[cookie], source=VICTIM,
+                 headers=[("X-Test-Id", "bind-planted")])
+    assert_attachment(r2, srv.files["bind"])
+    assert srv.access_log_entry("bind-planted") == ("200", "fallback")
+    log = srv.error_log_since(at)
+    assert ("PDFTOKEN00019: /bind/doc.pdf: token of another client address, "
+            "with its cookie: download") in log, log
+    assert token not in log and "pdftoken=" not in log, log
+
+
+def test_planted_token_without_its_cookie_heals_for_this_address(srv):
+    r, token, cookie = first(srv, "/bind/doc.pdf", source=PLANTER)
+    r2 = srv.get(r.location_target(), source=VICTIM)
+    fresh, _ = assert_redirect(srv, r2, "/bind/doc.pdf", secret=srv.secret,
+                               token_path=bound("/bind/doc.pdf", VICTIM))
+    assert fresh != token
+
+
+def test_planted_pair_with_fallback_deny_is_refused(srv):
+    r, token, cookie = first(srv, "/bind/deny/doc.pdf", source=PLANTER)
+    r2 = srv.get(r.location_target(), cookies=[cookie], source=VICTIM)
+    assert r2.status == 403, r2
+    assert b"%PDF" not in r2.body
+
+
+def test_token_of_another_address_gets_no_range(srv):
+    r, token, cookie = first(srv, "/bind/doc.pdf", source=PLANTER)
+    r2 = srv.get(r.location_target(), source=VICTIM,
+                 headers=[("Range", "bytes=0-99")])
+    assert_redirect(srv, r2, "/bind/doc.pdf")
+    r3 = srv.get(r.location_target(), source=PLANTER,
+                 headers=[("Range", "bytes=0-99")])
+    assert r3.status == 206 and r3.body == srv.files["bind"][:100], r3
+
+
+def test_unbound_token_is_not_accepted_where_tokens_are_bound(srv):
+    token = ref.mint(srv.secret, "/bind/doc.pdf")
+    pair = ref.cookie_pair(token)
+    r = srv.get("/bind/doc.pdf?pdftoken=" + token, cookies=[pair])
+    assert_attachment(r, srv.files["bind"])
+    r = srv.get("/bind/doc.pdf?pdftoken=" + token)
+    assert_redirect(srv, r, "/bind/doc.pdf")
+
+
+def test_off_in_an_inner_scope_keeps_the_specs_token(srv):
+    r, token, cookie = first(srv, "/bind/off/doc.pdf", source=PLANTER)
+    assert ref.verifies(srv.secret, token, b"/bind/off/doc.pdf")
+    r2 = srv.get(r.location_target(), cookies=[cookie], source=VICTIM)
+    assert_inline(r2, srv.files["off"])
+
+
+def test_default_scope_is_not_bound(srv):
+    r, token, cookie = first(srv, "/plain/doc.pdf", source=PLANTER)
+    assert ref.verifies(srv.secret, token, b"/plain/doc.pdf")
+    r2 = srv.get(r.location_target(), cookies=[cookie], source=VICTIM)
+    assert_inline(r2, srv.files["plain"])
+
+
+def test_bad_value_fails_configtest_naming_the_directive(fresh_pool):
+    s = fresh_pool.make("badbind")
+    s.configure('<Directory "@DOCROOT@/bind">\n    PdfTokenProtect On\n'
+                '    PdfTokenBindAddress address\n</Directory>\n')
+    rc, out = s.configtest()
+    assert rc != 0, out
+    assert "PdfTokenBindAddress" in out, out
+
+
+# ------------------------------------------------- behind a proxy: remoteip
+
+@pytest.fixture(scope="module")
+def proxied(pool):
+    s = pool.make("bindproxy", modules=("remoteip",))
+    s.files = {"bind": s.write_pdf("bind/doc.pdf", "proxied doc")}
+    s.configure(PROXIED)
+    s.start()
+    return s
+
+
+def xff(address):
+    return [("X-Forwarded-For", address)]
+
+
+def test_behind_a_proxy_the_forwarded_address_is_bound(proxied):
+    r = proxied.get("/bind/doc.pdf", headers=xff("198.51.100.7"))
+    token, cookie = assert_redirect(
+        proxied, r, "/bind/doc.pdf", secret=proxied.secret,
+        token_path=bound("/bind/doc.pdf", "198.51.100.7"))
+    r2 = proxied.get(r.location_target(), cookies=[cookie],
+                     headers=xff("198.51.100.7"))
+    assert_inline(r2, proxied.files["bind"])
+    r3 = proxied.get(r.location_target(), cookies=[cookie],
+                     headers=xff("203.0.113.9"))
+    assert_attachment(r3, proxied.files["bind"])
