@@ -275,8 +275,9 @@ $(BROWSER_NODE): t/browser/package.json t/browser/package-lock.json
 # databases; WebKit is given the site's certificate for its host names),
 # with issue 13's planted cookies and pile-up.  Includes the render matrix
 # (t/browser/render-matrix.tsv): fails when an engine renders a cell
-# differently from the recording.  21.6 minutes for the three engines
-# measured on a 2-core machine at load 8-24.
+# differently from the recording.  Chromium then Firefox, with WebKit
+# beside them: 14 minutes on an idle 2-core machine (20.6 one after the
+# other, `t/browser/run.py --serial`).
 browser: browser-deps $(MODULE) $(BROWSER_NODE)
 	$(PYTHON) t/browser/run.py
 

@@ -39,6 +39,11 @@ import pdftoken_ref
 SITE = "pdf.site.test"
 SIBLING = "evil.site.test"
 DOMAIN = "site.test"
+# Where h5 and h6's planter fetches its token from: not the browsers'
+# 127.0.0.1, so that a token bound to the client address is not theirs.
+PLANTER_ADDRESS = "127.0.0.2"
+# The token lifetime (cookie Max-Age) of h1 and h2's scopes.
+H_TIMEOUT = 30
 HOSTS = (SITE, SIBLING)
 
 # The fragment of issue 13's attack.
@@ -150,11 +155,14 @@ def vhost_config(port, ca):
     ]) + "\n"
 
 
-def first_visit(port, path, ca):
+def first_visit(port, path, ca, source=None):
     """The planter's own first request to the site over HTTPS (h1.1,
-    SNI SITE, verified against the test CA): (token, cookie name)."""
+    SNI SITE, verified against the test CA), from the address `source`
+    (default 127.0.0.1, the browsers' own): (token, cookie name)."""
     ctx = ca.client_context()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+    with socket.create_connection(("127.0.0.1", port), timeout=10,
+                                  source_address=(source, 0) if source
+                                  else None) as raw:
         with ctx.wrap_socket(raw, server_hostname=SITE) as s:
             s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n"
                        "Connection: close\r\n\r\n"
@@ -233,7 +241,7 @@ class PlantSite:
                     return
                 try:
                     token, name = first_visit(site.site_port, c["path"],
-                                              site.ca)
+                                              site.ca, c.get("source"))
                 except (OSError, RuntimeError) as e:
                     self.send_error(502, str(e)[:200])
                     return
@@ -371,8 +379,24 @@ def httpd_config(b, php_handler):
         '        SetHandler "%s"' % php_handler,
         "    </FilesMatch>",
         "</Directory>",
+        # h1, h2: WebKit reads its jar a page load at a time, through a
+        # proxy; on a loaded machine that took longer than the default 10 s
+        # the cookie lives, so these scopes give it 30
+        '<Directory "@DOCROOT@/%s/h1">' % b,
+        "    PdfTokenTimeout %d" % H_TIMEOUT,
+        "</Directory>",
+        '<Directory "@DOCROOT@/%s/h2">' % b,
+        "    PdfTokenTimeout %d" % H_TIMEOUT,
+        "</Directory>",
         '<Directory "@DOCROOT@/%s/sessions">' % b,
         "    SetHandler send-as-is",
+        "</Directory>",
+        # h5, h6: h3 and h4 where tokens are bound to the client address
+        '<Directory "@DOCROOT@/%s/h5">' % b,
+        "    PdfTokenBindAddress On",
+        "</Directory>",
+        '<Directory "@DOCROOT@/%s/h6">' % b,
+        "    PdfTokenBindAddress On",
         "</Directory>",
     ]) + "\n"
 
@@ -414,6 +438,7 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
 
     # h1, h2: the main flows over HTTPS and h2
     c = cases["h1"] = pdf("h1")
+    c["timeout"] = H_TIMEOUT
     c["attackUrl"] = c["url"] + FDF_ATTACK
     link("h1", c)
     label = "%s h2 invoice" % b
@@ -424,25 +449,33 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
     httpd.write(rel, PHP_INVOICE % {"seen": str(seen),
                                     "data": str(httpd.root / data)})
     c = cases["h2"] = {"path": "/" + rel, "url": https + "/" + rel + "?id=3",
-                       "label": label, "query": "id=3", "seen": str(seen)}
+                       "label": label, "query": "id=3", "seen": str(seen),
+                       "timeout": H_TIMEOUT}
     c["attackUrl"] = c["url"] + FDF_ATTACK
     link("h2", c)
 
     # h3, h4: planted cookies.  @SUFFIX@ and @TOKEN@ are the planter's
-    # real token for the document and its eight name characters.
-    for case, scheme, host, port, plant in (
-            ("h3", "https", SIBLING, planter.tls_port, [
-                "__Host-pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; "
-                "Secure" % DOMAIN,
-                "pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; Secure"
-                % DOMAIN]),
-            ("h4", "http", SITE, planter.http_port, [
-                "__Host-pdftoken_@SUFFIX@=@TOKEN@; Path=/",
-                "pdftoken_@SUFFIX@=@TOKEN@; Path=/"])):
+    # real token for the document and its eight name characters.  h5, h6:
+    # the same where PdfTokenBindAddress On applies, the planter fetching
+    # its token from an address of its own (127.0.0.2, still loopback).
+    sibling = ["__Host-pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; "
+               "Secure" % DOMAIN,
+               "pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; Secure"
+               % DOMAIN]
+    plain = ["__Host-pdftoken_@SUFFIX@=@TOKEN@; Path=/",
+             "pdftoken_@SUFFIX@=@TOKEN@; Path=/"]
+    for case, scheme, host, port, plant, source in (
+            ("h3", "https", SIBLING, planter.tls_port, sibling, None),
+            ("h4", "http", SITE, planter.http_port, plain, None),
+            ("h5", "https", SIBLING, planter.tls_port, sibling,
+             PLANTER_ADDRESS),
+            ("h6", "http", SITE, planter.http_port, plain,
+             PLANTER_ADDRESS)):
         c = cases[case] = pdf(case)
         key = "/plant/%s/%s" % (b, case)
         planter.plants[key] = {"path": c["path"], "url": c["url"],
-                               "scheme": scheme, "plant": plant}
+                               "scheme": scheme, "plant": plant,
+                               "source": source}
         c["planter"] = "%s://%s:%d%s" % (scheme, host, port, key)
         c["plant"] = plant
 

@@ -514,12 +514,16 @@ class WebKitPool {
 }
 
 // `sessions` MiniBrowsers (launchWebKit's options, each its own HOME under
-// dir/s<i>, all saving downloads to the same directory).
+// dir/s<i>, each saving downloads to downloads/s<i>).  One directory each:
+// WebKit does not save a download over a file of the same name, so two
+// sessions saving x.pdf at once into one directory lost one of them.
 export async function launchWebKitPool(sessions, opts) {
   const browsers = [];
   try {
     for (let i = 0; i < sessions; i++) {
-      browsers.push(await launchWebKit({ ...opts, dir: path.join(opts.dir, `s${i}`) }));
+      const downloads = path.join(opts.downloads, `s${i}`);
+      fs.mkdirSync(downloads, { recursive: true });
+      browsers.push(await launchWebKit({ ...opts, downloads, dir: path.join(opts.dir, `s${i}`) }));
     }
   } catch (e) {
     await Promise.all(browsers.map((b) => b.close().catch(() => {})));
