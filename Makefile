@@ -164,7 +164,7 @@ fuzz: deps $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 	done
 
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=20
+	$(MAKE) fuzz FUZZ_SECONDS=10
 
 $(BUILD)/bench_token: token.c token.h t/bench/bench_token.c
 	@mkdir -p $(BUILD)
