@@ -1072,20 +1072,7 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *subject,
                                   char out[PDFTOKEN_LEN + 1])
 {
 #if AP_HAS_THREAD_LOCAL
-    unsigned char nonce[PDFTOKEN_NONCE_LEN];
-    pdftoken_status st = PDFTOKEN_OK;
-    int draw;
-
-    for (draw = 0; draw < PDFTOKEN_MINT_DRAWS; draw++) {
-        st = pdftoken_nonce_take(&nonce_pool, nonce);
-        if (st == PDFTOKEN_OK) {
-            st = pdftoken_mint_nonce(key, subject, len, expiry, nonce, out);
-        }
-        if (st != PDFTOKEN_OK || pdftoken_waf_inert(out)) {
-            break;
-        }
-    }
-    return st;
+    return pdftoken_mint_pool(key, subject, len, expiry, &nonce_pool, out);
 #else
     return pdftoken_mint(key, subject, len, expiry, out);
 #endif
@@ -1604,13 +1591,14 @@ static int is_exempt(request_rec *r, const dir_conf *conf)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       PDFTOKEN_LOGNO(00017) "%s: PdfTokenExempt cannot be "
                                             "evaluated (%s): protected",
-                      log_path(r->uri), err ? err : "error");
+                      log_path(document_path(browser_request(r))),
+                      err ? err : "error");
         return 0;
     }
     if (rc) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
-                      log_path(r->uri));
+                      log_path(document_path(browser_request(r))));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
         apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
     }

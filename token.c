@@ -445,24 +445,47 @@ int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1])
     return strstr(token, "--") == NULL;
 }
 
-pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
-                              size_t pathlen, uint64_t expiry,
-                              char out[PDFTOKEN_LEN + 1])
+/* Mint with nonces from pool (or straight from RAND_bytes when pool is
+ * NULL), drawing again while the token is not WAF-inert. */
+static pdftoken_status mint_inert(const pdftoken_key *key, const char *path,
+                                  size_t pathlen, uint64_t expiry,
+                                  pdftoken_nonce_pool *pool,
+                                  char out[PDFTOKEN_LEN + 1])
 {
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
     pdftoken_status st = PDFTOKEN_OK;
     int draw;
 
     for (draw = 0; draw < PDFTOKEN_MINT_DRAWS; draw++) {
-        if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
-            return PDFTOKEN_CRYPTO_ERROR;
+        if (pool) {
+            st = pdftoken_nonce_take(pool, nonce);
         }
-        st = pdftoken_mint_nonce(key, path, pathlen, expiry, nonce, out);
+        else if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
+            st = PDFTOKEN_CRYPTO_ERROR;
+        }
+        if (st == PDFTOKEN_OK) {
+            st = pdftoken_mint_nonce(key, path, pathlen, expiry, nonce, out);
+        }
         if (st != PDFTOKEN_OK || pdftoken_waf_inert(out)) {
             break;
         }
     }
     return st;
+}
+
+pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
+                              size_t pathlen, uint64_t expiry,
+                              char out[PDFTOKEN_LEN + 1])
+{
+    return mint_inert(key, path, pathlen, expiry, NULL, out);
+}
+
+pdftoken_status pdftoken_mint_pool(const pdftoken_key *key, const char *path,
+                                   size_t pathlen, uint64_t expiry,
+                                   pdftoken_nonce_pool *pool,
+                                   char out[PDFTOKEN_LEN + 1])
+{
+    return mint_inert(key, path, pathlen, expiry, pool, out);
 }
 
 pdftoken_status pdftoken_nonce_take(pdftoken_nonce_pool *pool,

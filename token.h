@@ -145,15 +145,16 @@ pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
 
 /*
  * Does a minted token read as plain data to web application firewalls?
- * Two '-' in a row open an SQL comment to the OWASP Core Rule Set
- * (rule 942440, paranoia level 2); about one random token in 70 holds
- * them, and one in 200 was blocked, its reader having done nothing wrong.  pdftoken_mint draws a new nonce until this holds.
+ * Two '-' in a row open an SQL comment to the OWASP Core Rule Set (rule
+ * 942440, paranoia level 2); about one random token in 70 holds them, and
+ * one in 200 was blocked, its reader having done nothing wrong.  The mint
+ * functions draw a new nonce until this holds.
  */
 int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1]);
 
-/* How many nonces pdftoken_mint and mod_pdftoken draw for one token before
- * they settle for one that is not WAF-inert: (1/200)^16 never happens,
- * and a token that is not inert still works wherever no WAF stands. */
+/* How many nonces one mint draws before it settles for a token that is
+ * not WAF-inert: (1/70)^16 never happens, and such a token still works
+ * wherever no WAF stands. */
 #define PDFTOKEN_MINT_DRAWS 16
 
 /* As pdftoken_mint, with the caller's nonce: for known-answer tests. */
@@ -181,6 +182,12 @@ typedef struct pdftoken_nonce_pool {
  * pool stays empty). */
 pdftoken_status pdftoken_nonce_take(pdftoken_nonce_pool *pool,
                                     unsigned char nonce[PDFTOKEN_NONCE_LEN]);
+
+/* As pdftoken_mint, with nonces from pool. */
+pdftoken_status pdftoken_mint_pool(const pdftoken_key *key, const char *path,
+                                   size_t pathlen, uint64_t expiry,
+                                   pdftoken_nonce_pool *pool,
+                                   char out[PDFTOKEN_LEN + 1]);
 
 /*
  * Verify token (toklen bytes, not necessarily NUL-terminated) for path at

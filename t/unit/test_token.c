@@ -635,11 +635,20 @@ START_TEST(test_mint_waf_inert)
     char t[PDFTOKEN_LEN + 1];
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
     int i, found = 0;
+    pdftoken_nonce_pool pool;
 
+    memset(&pool, 0, sizeof(pool));
     for (i = 0; i < 20000; i++) {
         assert_status(pdftoken_mint(&key_cur, LIT(FIXTURE_PATH), T0, t),
                       PDFTOKEN_OK, "mint");
         ck_assert_msg(pdftoken_waf_inert(t), "minted %s", t);
+        assert_status(
+            pdftoken_mint_pool(&key_cur, LIT(FIXTURE_PATH), T0, &pool, t),
+            PDFTOKEN_OK, "mint_pool");
+        ck_assert_msg(pdftoken_waf_inert(t), "minted from the pool %s", t);
+        assert_status(
+            verify_copy(t, PDFTOKEN_LEN, LIT(FIXTURE_PATH), T0 - 1, NULL),
+            PDFTOKEN_OK, "pool token verifies");
     }
     /* 0xfb 0xef 0xbe encodes as "----": a nonce whose first three bytes
      * are those puts "--" in the token. */
