@@ -69,6 +69,9 @@ typedef enum { FRAGMENT_STRIP = 0, FRAGMENT_SAFE = 1 } fragment_mode;
 
 typedef enum { DYNAMIC_REDIRECT = 0, DYNAMIC_ATTACHMENT = 1 } dynamic_mode;
 
+/* PdfTokenBindAddress: auto binds for the engines that ignore __Host-. */
+typedef enum { BIND_OFF = 0, BIND_ON = 1, BIND_AUTO = 2 } bind_mode;
+
 typedef struct {
     int protect;                  /* -1 unset, 0 Off, 1 On */
     int timeout;                  /* -1 unset, else seconds */
@@ -80,7 +83,7 @@ typedef struct {
     int dynamic;                  /* -1 unset, else dynamic_mode */
     int exempt_set;               /* 0 unset, 1 set (exempt may be NULL) */
     const ap_expr_info_t *exempt; /* NULL: no request is exempt */
-    int bind;                     /* -1 unset, 0 Off, 1 On (address) */
+    int bind;                     /* -1 unset, else bind_mode */
 } dir_conf;
 
 typedef struct {
@@ -212,16 +215,35 @@ static dynamic_mode conf_dynamic(const dir_conf *conf)
     return conf->dynamic != -1 ? (dynamic_mode)conf->dynamic : DYNAMIC_REDIRECT;
 }
 
-static int conf_bind(const dir_conf *conf)
+/*
+ * Engines measured to store a __Host- cookie that a sibling host or plain
+ * HTTP set (t/browser, KNOWN_HOLES): WebKitGTK, whose cookie jar is
+ * libsoup's, and WPE, which shares it.  Their User-Agent names
+ * AppleWebKit, like Safari's, without Safari's Apple platforms and without
+ * Chrome (every Chromium browser says "Chrome").  A link cannot change the
+ * User-Agent a victim's browser sends, and a client that claims one only
+ * binds its own tokens to its own address.
+ */
+static int ignores_host_prefix(const request_rec *br)
 {
-    return conf->bind == 1;
+    const char *ua = apr_table_get(br->headers_in, "User-Agent");
+
+    return ua && strstr(ua, "AppleWebKit/") && !strstr(ua, "Chrome")
+           && !strstr(ua, "Macintosh") && !strstr(ua, "iPhone")
+           && !strstr(ua, "iPad") && !strstr(ua, "iPod");
 }
 
-static const char *set_bind(cmd_parms *cmd, void *cfg, int on)
+/* Whether the tokens of br are signed over its client address too. */
+static int binds_address(const request_rec *br, const dir_conf *conf)
 {
-    (void)cmd;
-    ((dir_conf *)cfg)->bind = on ? 1 : 0;
-    return NULL;
+    switch (conf->bind != -1 ? (bind_mode)conf->bind : BIND_AUTO) {
+    case BIND_ON:
+        return 1;
+    case BIND_AUTO:
+        return ignores_host_prefix(br);
+    default:
+        return 0;
+    }
 }
 
 static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
@@ -270,11 +292,12 @@ static const char *set_name(cmd_parms *cmd, void *cfg, const char *arg)
     return NULL;
 }
 
-/* A directive that takes one of two keywords, stored as the keyword's
- * index: the enums of all such directives follow their word order. */
+/* A directive that takes one of two or three keywords, stored as the
+ * keyword's index: the enums of all such directives follow their word
+ * order. */
 typedef struct {
     size_t offset;
-    const char *words[2];
+    const char *words[3]; /* words[2] NULL: two keywords */
 } keyword_directive;
 
 static const keyword_directive fallback_words = {
@@ -283,20 +306,27 @@ static const keyword_directive fragment_words = {
     APR_OFFSETOF(dir_conf, fragment), {"strip", "safe"}};
 static const keyword_directive dynamic_words = {APR_OFFSETOF(dir_conf, dynamic),
                                                 {"redirect", "attachment"}};
+static const keyword_directive bind_words = {APR_OFFSETOF(dir_conf, bind),
+                                             {"Off", "On", "auto"}};
 
 static const char *set_keyword(cmd_parms *cmd, void *cfg, const char *arg)
 {
     const keyword_directive *kd = cmd->info;
     int i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3 && kd->words[i]; i++) {
         if (!strcasecmp(arg, kd->words[i])) {
             *(int *)((char *)cfg + kd->offset) = i;
             return NULL;
         }
     }
-    return apr_psprintf(cmd->pool, "%s: '%s' is neither '%s' nor '%s'",
-                        cmd->cmd->name, arg, kd->words[0], kd->words[1]);
+    if (!kd->words[2]) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is neither '%s' nor '%s'",
+                            cmd->cmd->name, arg, kd->words[0], kd->words[1]);
+    }
+    return apr_psprintf(cmd->pool, "%s: '%s' is not '%s', '%s' or '%s'",
+                        cmd->cmd->name, arg, kd->words[0], kd->words[1],
+                        kd->words[2]);
 }
 
 static const char *set_types(cmd_parms *cmd, void *cfg, int argc,
@@ -470,9 +500,11 @@ static const command_rec pdftoken_cmds[] = {
     AP_INIT_TAKE1("PdfTokenExempt", set_exempt, NULL, OR_FILEINFO,
                   "an expression (ap_expr); requests it matches are served "
                   "as if unprotected, or 'none'"),
-    AP_INIT_FLAG("PdfTokenBindAddress", set_bind, NULL, OR_FILEINFO,
-                 "On to bind each token to the client address it was "
-                 "minted for"),
+    AP_INIT_TAKE1("PdfTokenBindAddress", set_keyword, (void *)&bind_words,
+                  OR_FILEINFO,
+                  "'On' binds each token to the client address it was minted "
+                  "for; 'auto' (default) only for browsers that ignore the "
+                  "__Host- cookie prefix; 'Off' never"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
                    "file holding the secret, and optionally the previous "
                    "secret's file"),
@@ -942,21 +974,21 @@ static int has_matching_cookie(request_rec *r, const char *name, const char *q,
 }
 
 /*
- * What a token is signed over: the document path, and with
- * PdfTokenBindAddress On also the client address (mod_remoteip's, behind a
+ * What a token is signed over: the document path, and where the request
+ * binds (binds_address) also the client address (mod_remoteip's, behind a
  * proxy).  A browser that ignores the __Host- prefix (WebKitGTK) stores a
  * cookie a sibling host or plain HTTP planted; the planter's token was
- * minted for the planter's address, so it does not verify for the
- * victim's.  Paths never hold a NUL (the module reads them with strlen),
+ * minted for the planter's address, or for no address, so it does not
+ * verify for the victim's.  Paths never hold a NUL (the module reads them with strlen),
  * so "path NUL address" never equals another path.
  */
-static const char *token_subject(request_rec *br, const dir_conf *conf,
-                                 const char *path, size_t *len)
+static const char *token_subject(request_rec *br, int bound, const char *path,
+                                 size_t *len)
 {
     size_t plen = strlen(path), alen;
     char *subject;
 
-    if (!conf_bind(conf) || !br->useragent_ip) {
+    if (!bound || !br->useragent_ip) {
         *len = plen;
         return path;
     }
@@ -979,6 +1011,7 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
     size_t qlen = 0, count, slen;
     uint64_t now = (uint64_t)apr_time_sec(r->request_time), expiry = 0;
     pdftoken_status st;
+    int bound;
 
     count =
         pdftoken_query_find(args, strlen(args), name, strlen(name), &q, &qlen);
@@ -995,7 +1028,8 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
                       log_path(path), count);
         return VERDICT_REDIRECT;
     }
-    subject = token_subject(br, conf, path, &slen);
+    bound = binds_address(br, conf);
+    subject = token_subject(br, bound, path, &slen);
     st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, subject,
                          slen, now, &expiry);
     if (st == PDFTOKEN_OK && has_matching_cookie(r, name, q, qlen)) {
@@ -1028,17 +1062,17 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
         return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
                                                     : VERDICT_FALLBACK;
     }
-    if (st == PDFTOKEN_BAD_TAG && conf_bind(conf)
+    if (st == PDFTOKEN_BAD_TAG && bound
         && has_matching_cookie(r, name, q, qlen)) {
-        /* Its own cookie beside it: a token minted for another address,
-         * planted with its cookie, or a reader whose address changed
-         * between the redirect and the follow-up.  A download, never a
+        /* Its own cookie beside it: a token minted for another address
+         * (or for none), planted with its cookie, or a reader whose
+         * address changed between the redirect and the follow-up.  A download, never a
          * redirect: that reader would be sent round for as long as the
          * address keeps changing. */
         ap_log_rerror(
             APLOG_MARK, APLOG_INFO, 0, r,
-            PDFTOKEN_LOGNO(00019) "%s: token of another client address, with "
-                                  "its cookie: %s",
+            PDFTOKEN_LOGNO(00019) "%s: token not minted for this client "
+                                  "address, with its cookie: %s",
             log_path(path),
             conf_fallback(conf) == FALLBACK_DENY ? "denied" : "download");
         return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
@@ -1131,7 +1165,7 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     size_t slen;
     pdftoken_status st;
 
-    subject = token_subject(br, conf, path, &slen);
+    subject = token_subject(br, binds_address(br, conf), path, &slen);
     st = mint_token(&sconf->keys[0], subject, slen, now + (uint64_t)timeout,
                     token);
     if (st != PDFTOKEN_OK) {

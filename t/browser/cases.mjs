@@ -1381,15 +1381,27 @@ async function followPlant(page, c) {
   return logFor(c.path).slice(since);
 }
 
-// h3, h4: someone else plants a cookie whose value is a real token for the
-// document (the planter fetched it from the site a moment before), under
-// the module's HTTPS name and its HTTP name, by Set-Cookie and by
-// document.cookie; then navigates to the tokenized URL with the attacker's
-// fragment.  h3 from a sibling host (Domain=site.test), h4 from the same
-// name over plain HTTP.  Nothing may be inline: the browser must refuse
-// the __Host- cookie, and the module must refuse the other over HTTPS.
+// h3-h6: someone else plants a cookie whose value is a real token for the
+// document (the planter fetched it from the site a moment before, with the
+// victim's User-Agent), under the module's HTTPS name and its HTTP name, by
+// Set-Cookie and by document.cookie; then navigates to the tokenized URL
+// with the attacker's fragment.  h3 and h5 from a sibling host
+// (Domain=site.test), h4 and h6 from the same name over plain HTTP.
+// Nothing may be inline: the module answers the planted token with the
+// fallback, because the browser refused the __Host- cookie (the other one
+// counts for nothing over HTTPS) or, in h3/h4's default scope
+// (PdfTokenBindAddress auto), because an engine that ignores the prefix
+// gets tokens bound to its address and the planter's came from 127.0.0.2.
+// A jar that takes the planted __Host- cookie is a LIMIT there and a
+// failure in h5/h6 (Off, SPEC's bare token), where run.py's KNOWN_HOLES
+// records WebKitGTK's.
+const JAR_TAKES_HOST = ['jar takes planted __Host-',
+  "the engine's cookie jar stored and sent a __Host- cookie that a sibling host or plain HTTP " +
+  'set; PdfTokenBindAddress auto bound its tokens to its address, so the planted token got the ' +
+  'download'];
+
 async function casePlanted(ctx) {
-  for (const id of ['h3', 'h4']) {
+  for (const id of ['h3', 'h4', 'h5', 'h6']) {
     await runCase(id, async (r) => {
       const c = cfg.cases[id];
       const before = downloadsIn(ctx);
@@ -1408,7 +1420,7 @@ async function casePlanted(ctx) {
             `access log: expected [fallback], got ${JSON.stringify(seq)}`);
       const fb = entries.find((e) => e.tag === 'fallback');
       check(r, fb && /^attachment/.test(fb.disposition), `fallback disposition ${fb && fb.disposition}`);
-      check(r, !req || (req.https && !req.cookieMatch), 'the request carried a cookie the module accepts');
+      check(r, !req || req.https, 'the planted token was not sent over HTTPS');
       let view = null;
       try {
         view = await viewerState(page, page.mainFrame());
@@ -1422,10 +1434,18 @@ async function casePlanted(ctx) {
         return { n, stored, sent, how };
       });
       const host = what[0];
-      check(r, host.stored.length === 0, `the browser stored the planted ${names[0]}: ${JSON.stringify(host.stored)}`);
-      check(r, !host.sent, `the browser sent the planted ${names[0]}`);
-      check(r, !inDoc(plant.afterHeaders, names[0]) && !inDoc(plant.afterScript, names[0]),
-            `the planter's page sees its ${names[0]}`);
+      const jarFails = [];
+      if (host.stored.length) jarFails.push(`the browser stored the planted ${names[0]}: ${JSON.stringify(host.stored)}`);
+      if (host.sent) jarFails.push(`the browser sent the planted ${names[0]}`);
+      if (inDoc(plant.afterHeaders, names[0]) || inDoc(plant.afterScript, names[0])) {
+        jarFails.push(`the planter's page sees its ${names[0]}`);
+      }
+      if (c.bind === 'auto' && jarFails.length && r.failures.length === 0) {
+        limit(r, JAR_TAKES_HOST);
+        r.notes.push(...jarFails);
+      } else {
+        r.failures.push(...jarFails);
+      }
       const downloaded = downloadsIn(ctx).filter((f) => !before.includes(f));
       const events = ctx.events.slice(eventsBefore);
       r.outcome = `fallback (${fb ? fb.disposition.split(';')[0] : '?'}, ${downloaded.length || events.length
@@ -1434,54 +1454,6 @@ async function casePlanted(ctx) {
         `${w.stored.length ? `stored (${w.stored.map((k) => `${k.domain}${k.path}${k.secure ? ' Secure' : ''}`).join(',')})`
           : 'refused'} [${w.how}], ${w.sent ? 'sent' : 'not sent'}`).join('; ') +
         `; ${req ? req.protocol : '?'}`;
-      await page.close();
-    });
-  }
-}
-
-// h5, h6: h3 and h4 again where PdfTokenBindAddress On signs tokens over
-// the client address, the planter fetching its token from 127.0.0.2.
-// Whatever the engine's jar does with the planted cookies, the planted
-// token is never served inline: an engine that refuses the __Host- cookie
-// gets a fresh redirect (the token is not its address's) and then the PDF
-// with an empty fragment; one that takes it (WebKitGTK) gets the download.
-async function casePlantedBound(ctx) {
-  for (const id of ['h5', 'h6']) {
-    await runCase(id, async (r) => {
-      const c = cfg.cases[id];
-      const before = downloadsIn(ctx);
-      const page = await newPage(ctx, r);
-      await page.goto(c.planter, { waitUntil: 'load', timeout: 15000 });
-      const plant = await page.evaluate(() => window.pdftokenPlant);
-      const entries = await followPlant(page, c);
-      const seq = JSON.stringify(decisions(entries));
-      const planted = entries.filter((e) => e.token === plant.token);
-      check(r, planted.length > 0, 'the tokenized request never reached the server');
-      check(r, planted.every((e) => e.tag === 'fallback' || e.tag === 'redirect'),
-            `the planted token got ${JSON.stringify(planted.map((e) => e.tag))}, expected fallback or redirect`);
-      check(r, seq === '["fallback"]' || seq === '["redirect","pass"]',
-            `access log: expected [fallback] or [redirect, pass], got ${seq}`);
-      let view = null;
-      try {
-        view = await viewerState(page, page.mainFrame());
-      } catch { /* navigating */ }
-      const href = page.url();
-      let hash = '?';
-      try { hash = new URL(href).hash; } catch { /* not a URL */ }
-      const inline = !!view && view.contentType === 'application/pdf';
-      if (inline) {
-        check(r, hash === '', `inline with the fragment ${JSON.stringify(hash)} at ${href}`);
-        check(r, !href.includes(plant.token), `inline at the planted token's URL ${href}`);
-      }
-      if (seq === '["fallback"]') {
-        check(r, !inline, `the fallback shown inline at ${href}`);
-      }
-      const sent = planted.some((e) => e.cookieMatch);
-      const downloaded = downloadsIn(ctx).filter((f) => !before.includes(f));
-      r.outcome = `${seq === '["fallback"]' ? 'planted cookie sent, download' : 'planted cookie not sent, ' +
-        'fresh redirect'} (${JSON.parse(seq).join(',')}); ${inline ? `inline, hash "${hash}"`
-        : downloaded.length ? 'downloaded' : 'not inline'}; ${sent ? 'matching cookie came' : 'no matching cookie'}` +
-        `; ${planted[0] ? planted[0].protocol : '?'}`;
       await page.close();
     });
   }
@@ -1692,7 +1664,6 @@ async function caseHttpsAll() {
     try {
       await caseHttps(ctx);
       await casePlanted(ctx);
-      await casePlantedBound(ctx);
     } finally {
       await closeBrowser(ctx);
     }
@@ -1722,6 +1693,11 @@ const MATRIX_CELL_TIMEOUT = 12000;
 // Both engines announce a download as the navigation ends, and the file
 // follows within a second.
 const MATRIX_ABORT_GRACE = 3000;
+// Tries per cell: in one CI run Firefox showed nothing for m2's c265 (a
+// 404 that the module answers with an attachment) in two tries of 12 s,
+// without a navigation error; every earlier run measured it.  The cause
+// is unknown, so a third try, and the access log in the failure.
+const MATRIX_TRIES = 3;
 const LABEL_RE = /pdftoken-matrix \S+ (m[12]) (c\d{3})/;
 
 // The cell a file in the download directory holds, by its label.
@@ -1940,8 +1916,8 @@ function tokenStep(cell, href) {
   };
 }
 
-// Run `cells` through `workers` tabs; a cell without an outcome gets one
-// more try in a fresh tab.  Tabs the browser opens by itself (Firefox
+// Run `cells` through `workers` tabs; a cell without an outcome gets
+// more tries in a fresh tab (MATRIX_TRIES in all).  Tabs the browser opens by itself (Firefox
 // opens a downloaded PDF from disk) are closed as they appear, and noted
 // on their cell.  No cell starts after `until` (ms since the epoch).
 async function measureAll(ctx, r, cells, scope, workers, until) {
@@ -1997,10 +1973,15 @@ async function measureAll(ctx, r, cells, scope, workers, until) {
       } catch (e) {
         obs = { id: job.cell.id, outcome: null, notes: [`error: ${e.message.split('\n')[0]}`] };
       }
-      if (!obs.outcome && job.tries === 0) {
-        queue.push({ cell: job.cell, tries: 1 });
+      if (!obs.outcome && job.tries < MATRIX_TRIES - 1) {
+        queue.push({ cell: job.cell, tries: job.tries + 1 });
         page = await fresh(page);
         continue;
+      }
+      if (!obs.outcome) {
+        // What httpd answered this cell, for the failure message.
+        const seq = logFor(job.cell.path).map((e) => `${e.status}:${e.tag}`);
+        obs.notes.push(`${MATRIX_TRIES} tries; httpd logged [${seq.join(', ')}]`);
       }
       if (scope === 'm2') {
         // httpd logs a request when it ends: give the pass a moment.

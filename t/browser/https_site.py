@@ -39,7 +39,7 @@ import pdftoken_ref
 SITE = "pdf.site.test"
 SIBLING = "evil.site.test"
 DOMAIN = "site.test"
-# Where h5 and h6's planter fetches its token from: not the browsers'
+# Where h3 and h4's planter fetches its token from: not the browsers'
 # 127.0.0.1, so that a token bound to the client address is not theirs.
 PLANTER_ADDRESS = "127.0.0.2"
 # The token lifetime (cookie Max-Age) of h1 and h2's scopes.
@@ -155,18 +155,21 @@ def vhost_config(port, ca):
     ]) + "\n"
 
 
-def first_visit(port, path, ca, source=None):
+def first_visit(port, path, ca, source=None, user_agent=None):
     """The planter's own first request to the site over HTTPS (h1.1,
     SNI SITE, verified against the test CA), from the address `source`
-    (default 127.0.0.1, the browsers' own): (token, cookie name)."""
+    (default 127.0.0.1, the browsers' own), claiming `user_agent` (the
+    victim's, which its visit to the planter's page showed): (token,
+    cookie name)."""
+    ua = ("User-Agent: %s\r\n" % user_agent) if user_agent else ""
     ctx = ca.client_context()
     with socket.create_connection(("127.0.0.1", port), timeout=10,
                                   source_address=(source, 0) if source
                                   else None) as raw:
         with ctx.wrap_socket(raw, server_hostname=SITE) as s:
-            s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n"
+            s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n%s"
                        "Connection: close\r\n\r\n"
-                       % (path, SITE, port)).encode("ascii"))
+                       % (path, SITE, port, ua)).encode("latin-1"))
             data = b""
             while b"\r\n\r\n" not in data:
                 chunk = s.recv(65536)
@@ -219,7 +222,8 @@ class PlantSite:
     """Two servers, one plain and one TLS, answering /plant/<b>/<case>.
 
     Each answer mints a token for the case's document with a first request
-    of its own to the site, then plants the case's cookies (names and
+    of its own to the site, claiming the visiting browser's User-Agent,
+    then plants the case's cookies (names and
     attributes from the case's `plant` list) by Set-Cookie and again by
     document.cookie, and links to the tokenized URL with the attacker's
     fragment.
@@ -240,8 +244,9 @@ class PlantSite:
                     self.send_error(404)
                     return
                 try:
-                    token, name = first_visit(site.site_port, c["path"],
-                                              site.ca, c.get("source"))
+                    token, name = first_visit(
+                        site.site_port, c["path"], site.ca, c.get("source"),
+                        self.headers.get("User-Agent"))
                 except (OSError, RuntimeError) as e:
                     self.send_error(502, str(e)[:200])
                     return
@@ -391,12 +396,12 @@ def httpd_config(b, php_handler):
         '<Directory "@DOCROOT@/%s/sessions">' % b,
         "    SetHandler send-as-is",
         "</Directory>",
-        # h5, h6: h3 and h4 where tokens are bound to the client address
+        # h5, h6: h3 and h4 with SPEC's bare token, bound to nothing
         '<Directory "@DOCROOT@/%s/h5">' % b,
-        "    PdfTokenBindAddress On",
+        "    PdfTokenBindAddress Off",
         "</Directory>",
         '<Directory "@DOCROOT@/%s/h6">' % b,
-        "    PdfTokenBindAddress On",
+        "    PdfTokenBindAddress Off",
         "</Directory>",
     ]) + "\n"
 
@@ -455,9 +460,10 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
     link("h2", c)
 
     # h3, h4: planted cookies.  @SUFFIX@ and @TOKEN@ are the planter's
-    # real token for the document and its eight name characters.  h5, h6:
-    # the same where PdfTokenBindAddress On applies, the planter fetching
-    # its token from an address of its own (127.0.0.2, still loopback).
+    # real token for the document and its eight name characters, fetched
+    # from an address of its own (127.0.0.2, still loopback) with the
+    # victim's User-Agent.  h5, h6: the same where PdfTokenBindAddress Off
+    # applies, the planter fetching from the victim's own address.
     sibling = ["__Host-pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; "
                "Secure" % DOMAIN,
                "pdftoken_@SUFFIX@=@TOKEN@; Domain=%s; Path=/; Secure"
@@ -465,12 +471,11 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
     plain = ["__Host-pdftoken_@SUFFIX@=@TOKEN@; Path=/",
              "pdftoken_@SUFFIX@=@TOKEN@; Path=/"]
     for case, scheme, host, port, plant, source in (
-            ("h3", "https", SIBLING, planter.tls_port, sibling, None),
-            ("h4", "http", SITE, planter.http_port, plain, None),
-            ("h5", "https", SIBLING, planter.tls_port, sibling,
+            ("h3", "https", SIBLING, planter.tls_port, sibling,
              PLANTER_ADDRESS),
-            ("h6", "http", SITE, planter.http_port, plain,
-             PLANTER_ADDRESS)):
+            ("h4", "http", SITE, planter.http_port, plain, PLANTER_ADDRESS),
+            ("h5", "https", SIBLING, planter.tls_port, sibling, None),
+            ("h6", "http", SITE, planter.http_port, plain, None)):
         c = cases[case] = pdf(case)
         key = "/plant/%s/%s" % (b, case)
         planter.plants[key] = {"path": c["path"], "url": c["url"],
@@ -478,6 +483,7 @@ def build(httpd, attacker, planter, b, https_port, seen_dir, page):
                                "source": source}
         c["planter"] = "%s://%s:%d%s" % (scheme, host, port, key)
         c["plant"] = plant
+        c["bind"] = "off" if case in ("h5", "h6") else "auto"
 
     # p0-p3: the pile-up.  Many documents: docs/NNN.pdf, shared by p0
     # (HTTP, each method on its own) and p2 (HTTP) and p3 (HTTPS).
