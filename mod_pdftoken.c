@@ -218,11 +218,11 @@ static dynamic_mode conf_dynamic(const dir_conf *conf)
 /*
  * Engines measured to store a __Host- cookie that a sibling host or plain
  * HTTP set (t/browser, KNOWN_HOLES): WebKitGTK, whose cookie jar is
- * libsoup's, and WPE, which shares it.  Their User-Agent names
- * AppleWebKit, like Safari's, without Safari's Apple platforms and without
- * Chrome (every Chromium browser says "Chrome").  A link cannot change the
- * User-Agent a victim's browser sends, and a client that claims one only
- * binds its own tokens to its own address.
+ * libsoup's, and WPE, which shares it (not measured).  Their User-Agent
+ * names AppleWebKit, like Safari's, without Safari's Apple platforms and
+ * without Chrome (every Chromium browser says "Chrome").  A link cannot
+ * change the User-Agent a victim's browser sends, and a client that claims
+ * one only binds its own tokens to its own address.
  */
 static int ignores_host_prefix(const request_rec *br)
 {
@@ -979,8 +979,8 @@ static int has_matching_cookie(request_rec *r, const char *name, const char *q,
  * proxy).  A browser that ignores the __Host- prefix (WebKitGTK) stores a
  * cookie a sibling host or plain HTTP planted; the planter's token was
  * minted for the planter's address, or for no address, so it does not
- * verify for the victim's.  Paths never hold a NUL (the module reads them with strlen),
- * so "path NUL address" never equals another path.
+ * verify for the victim's.  Paths never hold a NUL (the module reads them
+ * with strlen), so "path NUL address" never equals another path.
  */
 static const char *token_subject(request_rec *br, int bound, const char *path,
                                  size_t *len)
