@@ -224,8 +224,9 @@ CASES = [
     ("net", "no request left loopback"),
 ]
 
-# Holes an engine opens that the module cannot close, measured and recorded
-# here and in README's Limitations.  Such a cell shows HOLE, not ok, and
+# Holes an engine opens that the case's configuration leaves open
+# (PdfTokenBindAddress Off), measured and recorded here and in README's
+# Limitations.  Such a cell shows HOLE, not ok, and
 # does not fail the run while it fails exactly as recorded (every failure
 # matches the pattern, and no script ran); when the engine changes (the
 # case passes, or fails another way) the run fails, so that this record
@@ -245,14 +246,16 @@ KNOWN_HOLES = {
         "under the module's __Host- name is stored and sent to "
         "pdf.site.test, so the planted token opens inline with the "
         "attacker's fragment (its pdf.js ignores the fragment, no script "
-        "ran).  README, Limitations."),
+        "ran).  Only where PdfTokenBindAddress Off keeps SPEC's bare token: "
+        "the default auto refuses it (h3).  README, Limitations."),
     ("h6", "webkit"): (
         "jar takes HTTP __Host-", PLANTED_HOST_COOKIE,
         "WebKitGTK's cookie jar (libsoup) ignores the __Host- prefix: a "
         "cookie set over plain HTTP under the module's __Host- name is "
         "stored and sent over HTTPS, so the planted token opens inline "
         "with the attacker's fragment (its pdf.js ignores the fragment, no "
-        "script ran).  README, Limitations."),
+        "script ran).  Only where PdfTokenBindAddress Off keeps SPEC's bare "
+        "token: the default auto refuses it (h4).  README, Limitations."),
 }
 
 
@@ -864,8 +867,8 @@ def print_table(browsers, cases, table, versions):
     holes = [(cid, b) for cid, _ in cases for b in browsers
              if (table.get((cid, b)) or {}).get("hole")]
     if holes:
-        log("HOLE (the engine lets this attack through and the module "
-            "cannot stop it there; it reproduced exactly as recorded):")
+        log("HOLE (the engine lets this attack through in this case's "
+            "configuration; it reproduced exactly as recorded):")
         for cid, b in holes:
             log("  %s/%s: %s" % (cid, b, KNOWN_HOLES[(cid, b)][2]))
             for f in table[(cid, b)].get("failures") or []:
