@@ -100,7 +100,9 @@ for the site's PDFs, one every 20 ms.  p0 measures, 24 PDFs per method in a
 fresh browser, which way of forcing them makes the browser store the
 module's cookies (popup windows navigated by window.open(url, name) or by
 their location, the attacker's own window driven from a popup, cross-site
-iframes, images), and p1-p3 use the method that stored the most.  Each of
+iframes, images), and p1-p3 use the method that stored the most among
+those whose requests carried the cookies back (a cross-site image or
+iframe does not send SameSite=Lax cookies).  Each of
 p1-p3 starts a fresh browser, lets the site set its own session cookie,
 then forces 300 first requests: p1 for one PDF over HTTP, p2 for 300
 PDFs over HTTP, p3 for 300 PDFs over HTTPS.  After it the jar (read
