@@ -64,6 +64,9 @@ CONFIG = r"""
 <Directory "@DOCROOT@/plain/auto">
     PdfTokenBindAddress AUTO
 </Directory>
+<If "%{HTTP_USER_AGENT} =~ /ExampleBrowser/">
+    PdfTokenBindAddress On
+</If>
 """
 
 PROXIED = r"""
@@ -283,3 +286,16 @@ def test_behind_a_proxy_the_forwarded_address_is_bound(proxied):
     r3 = proxied.get(r.location_target(), cookies=[cookie],
                      headers=xff("203.0.113.9"))
     assert_attachment(r3, proxied.files["bind"])
+
+
+def test_on_inside_if_binds_one_more_kind_of_client(srv):
+    """docs/directives.md's example: <If> on the User-Agent binds that
+    client's tokens in every protected scope; others keep the bare one."""
+    ua = agent("ExampleBrowser/1.0")
+    r, token, cookie = first(srv, "/plain/doc.pdf", headers=ua)
+    assert ref.verifies(srv.secret, token, bound("/plain/doc.pdf", VICTIM))
+    r2 = srv.get(r.location_target(), cookies=[cookie], headers=ua)
+    assert_inline(r2, srv.files["plain"])
+    r3 = srv.get(r.location_target(), cookies=[cookie], source=PLANTER,
+                 headers=ua)
+    assert_attachment(r3, srv.files["plain"])
