@@ -907,14 +907,25 @@ static const char *const unknown_types[] = {
     "unknown/unknown", "application/unknown",
     "application/x-unknown-content-type"};
 
-/* Types that an engine may re-guess from the file name (Firefox opens
- * application/octet-stream named x.pdf, and not as an attachment, in its
- * PDF viewer). */
+/*
+ * Types that an engine re-guesses from the file name: Firefox opens
+ * application/octet-stream that is not an attachment in its PDF viewer
+ * when it reads the name as x.pdf, and it reads names in more ways than
+ * are worth following here (filename*, RFC 2231 continuations, RFC 2047
+ * words, quoted-pairs, percent escapes).  So with these types any
+ * Content-Disposition that is not an attachment counts, whatever name it
+ * gives, and so does a URL path ending in .pdf.
+ */
 static const char *const generic_types[] = {
     "application/octet-stream",   "binary/octet-stream",
     "application/x-download",     "application/force-download",
     "application/download",       "application/binary",
     "application/x-octet-stream", "text/plain"};
+
+/* text/plain whose body looks binary is sniffed on: WebKitGTK renders it
+ * as a PDF when it begins with "%PDF-", Firefox takes it for
+ * application/octet-stream (above). */
+static const char text_plain[] = "text/plain";
 
 #define NELTS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -958,29 +969,193 @@ static int named_pdf(const pdftoken_response *resp)
            && equal_lower(resp->path + resp->path_len - 4, ".pdf", 4);
 }
 
-pdftoken_render pdftoken_classify(const pdftoken_response *resp)
+/* Where the one-pass reading finds the type in value: value[*b..*e), or
+ * 0 when the value needs the general readings (pdftoken_single_essence). */
+static int single_bounds(const char *value, size_t len, size_t *b, size_t *e)
+{
+    size_t rest, slashes = 0, slash = 0;
+
+    if (value == NULL) {
+        return 0;
+    }
+    for (*b = 0; *b < len && is_http_space((unsigned char)value[*b]); (*b)++) {
+    }
+    for (*e = *b; *e < len; (*e)++) {
+        if (!token_chars[(unsigned char)value[*e]]) {
+            if (value[*e] != '/') {
+                break;
+            }
+            slashes++;
+            slash = *e;
+        }
+    }
+    for (rest = *e; rest < len && is_http_space((unsigned char)value[rest]);
+         rest++) {
+    }
+    /* Past the type only whitespace, then ';' and parameters without a
+     * ',' (which would make a list), or nothing. */
+    return slashes == 1 && slash != *b && slash + 1 != *e
+           && *e - *b <= PDFTOKEN_TYPE_MAX
+           && (rest == len
+               || (value[rest] == ';'
+                   && memchr(value + rest, ',', len - rest) == NULL))
+           && !(*e - *b == 3 && value[*b] == '*' && value[*b + 2] == '*');
+}
+
+size_t pdftoken_single_essence(const char *value, size_t len,
+                               char out[PDFTOKEN_TYPE_MAX + 1])
+{
+    size_t b, e, i;
+
+    if (!single_bounds(value, len, &b, &e)) {
+        return 0;
+    }
+    for (i = b; i < e; i++) {
+        out[i - b] = (char)lower((unsigned char)value[i]);
+    }
+    out[e - b] = '\0';
+    return e - b;
+}
+
+/* What a Content-Type value says, before the other headers count. */
+typedef enum {
+    KIND_PDF,     /* a PDF type, built in or listed */
+    KIND_UNKNOWN, /* no valid type, or one that engines replace */
+    KIND_GENERIC, /* re-guessed from the name */
+    KIND_TEXT,    /* text/plain: re-guessed, and sniffed */
+    KIND_OTHER    /* none of these: never a PDF */
+} type_kind;
+
+/* The lists above as one table with lengths, for the one-pass reading,
+ * which compares a lower-case essence without another pass (the unit
+ * tests hold it to the lists). */
+#define KNOWN(s, k)                                                            \
+    {                                                                          \
+        s, sizeof(s) - 1, k                                                    \
+    }
+static const struct {
+    const char *name;
+    size_t len;
+    type_kind kind;
+} known_types[] = {
+    KNOWN("application/pdf", KIND_PDF),
+    KNOWN("text/pdf", KIND_PDF),
+    KNOWN("application/x-pdf", KIND_PDF),
+    KNOWN("text/x-pdf", KIND_PDF),
+    KNOWN("application/acrobat", KIND_PDF),
+    KNOWN("applications/vnd.pdf", KIND_PDF),
+    KNOWN("application/vnd.pdf", KIND_PDF),
+    KNOWN("unknown/unknown", KIND_UNKNOWN),
+    KNOWN("application/unknown", KIND_UNKNOWN),
+    KNOWN("application/x-unknown-content-type", KIND_UNKNOWN),
+    KNOWN("application/octet-stream", KIND_GENERIC),
+    KNOWN("binary/octet-stream", KIND_GENERIC),
+    KNOWN("application/x-download", KIND_GENERIC),
+    KNOWN("application/force-download", KIND_GENERIC),
+    KNOWN("application/download", KIND_GENERIC),
+    KNOWN("application/binary", KIND_GENERIC),
+    KNOWN("application/x-octet-stream", KIND_GENERIC),
+    KNOWN("text/plain", KIND_TEXT),
+};
+
+/* Bit n set: some name in known_types has n characters.  Most types of
+ * the web (text/html, image/png) have another length and are settled
+ * here. */
+#define KNOWN_LENGTHS                                                          \
+    ((1ULL << 8) | (1ULL << 10) | (1ULL << 15) | (1ULL << 17) | (1ULL << 18)   \
+     | (1ULL << 19) | (1ULL << 20) | (1ULL << 22) | (1ULL << 24)               \
+     | (1ULL << 26) | (1ULL << 34))
+
+/* The kind of type[0..len) (any case) among known_types, else
+ * KIND_OTHER. */
+static type_kind known_kind(const char *type, size_t len)
+{
+    size_t i;
+
+    if (len >= 64 || !((KNOWN_LENGTHS >> len) & 1)) {
+        return KIND_OTHER;
+    }
+    for (i = 0; i < NELTS(known_types); i++) {
+        if (known_types[i].len == len
+            && equal_lower(type, known_types[i].name, len)) {
+            return known_types[i].kind;
+        }
+    }
+    return KIND_OTHER;
+}
+
+static type_kind kind_of(const char *value, size_t len,
+                         const char *const *types, size_t ntypes)
 {
     char essence[PDFTOKEN_TYPE_MAX + 1];
-    size_t elen;
-    int unknown;
+    size_t elen, b, e;
 
-    if (pdftoken_type_listed(resp->content_type, resp->content_type_len,
-                             pdftoken_pdf_types, pdftoken_pdf_ntypes)
-        || pdftoken_type_listed(resp->content_type, resp->content_type_len,
-                                resp->types, resp->ntypes)) {
+    if (single_bounds(value, len, &b, &e)) {
+        /* One type, its essence what both readings see (nearly every
+         * response): compared once, without the general parse. */
+        return ntypes && in_list(value + b, e - b, types, ntypes)
+                   ? KIND_PDF
+                   : known_kind(value + b, e - b);
+    }
+    if (pdftoken_type_listed(value, len, pdftoken_pdf_types,
+                             pdftoken_pdf_ntypes)
+        || pdftoken_type_listed(value, len, types, ntypes)) {
+        return KIND_PDF;
+    }
+    elen = pdftoken_mime_essence(value, len, essence);
+    if (elen == 0
+        || in_list(essence, elen, unknown_types, NELTS(unknown_types))) {
+        return KIND_UNKNOWN;
+    }
+    if (!in_list(essence, elen, generic_types, NELTS(generic_types))) {
+        return KIND_OTHER;
+    }
+    return elen == sizeof(text_plain) - 1 && !memcmp(essence, text_plain, elen)
+               ? KIND_TEXT
+               : KIND_GENERIC;
+}
+
+pdftoken_render pdftoken_classify(const pdftoken_response *resp)
+{
+    type_kind kind = kind_of(resp->content_type, resp->content_type_len,
+                             resp->types, resp->ntypes);
+    int attachment = resp->disposition != NULL
+                     && is_attachment(resp->disposition, resp->disposition_len);
+
+    switch (kind) {
+    case KIND_PDF:
+        return PDFTOKEN_PDF;
+    case KIND_OTHER:
+        return PDFTOKEN_NOT_PDF;
+    case KIND_UNKNOWN:
+        /* Firefox re-guesses it from the name like a generic type, and
+         * pdf.js finds "%PDF-" past junk that the sniff below stops at. */
+        return !attachment && (resp->disposition != NULL || named_pdf(resp))
+                   ? PDFTOKEN_PDF
+                   : PDFTOKEN_PDF_IF_BODY;
+    default:
+        break;
+    }
+    if (attachment) {
+        return PDFTOKEN_NOT_PDF;
+    }
+    if (resp->disposition != NULL || named_pdf(resp)) {
         return PDFTOKEN_PDF;
     }
-    elen = pdftoken_mime_essence(resp->content_type, resp->content_type_len,
-                                 essence);
-    unknown = elen == 0
-              || in_list(essence, elen, unknown_types, NELTS(unknown_types));
-    if ((unknown || in_list(essence, elen, generic_types, NELTS(generic_types)))
-        && !(resp->disposition != NULL
-             && is_attachment(resp->disposition, resp->disposition_len))
-        && named_pdf(resp)) {
+    return kind == KIND_TEXT ? PDFTOKEN_PDF_IF_BODY : PDFTOKEN_NOT_PDF;
+}
+
+pdftoken_render pdftoken_classify_type(const char *value, size_t len,
+                                       const char *const *types, size_t ntypes)
+{
+    switch (kind_of(value, len, types, ntypes)) {
+    case KIND_PDF:
         return PDFTOKEN_PDF;
+    case KIND_OTHER:
+        return PDFTOKEN_NOT_PDF;
+    default:
+        return PDFTOKEN_PDF_IF_BODY;
     }
-    return unknown ? PDFTOKEN_PDF_IF_BODY : PDFTOKEN_NOT_PDF;
 }
 
 int pdftoken_sniff_pdf(const unsigned char *body, size_t len)

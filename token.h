@@ -316,6 +316,19 @@ size_t pdftoken_mime_essence(const char *value, size_t len,
                              char out[PDFTOKEN_TYPE_MAX + 1]);
 
 /*
+ * The one-pass reading of the common case: a value without ',' whose
+ * leading type/subtype is followed by nothing but whitespace, ';' and
+ * parameters ("text/html; charset=utf-8").  Then the lenient reading
+ * (pdftoken_type_listed) and the Fetch one (pdftoken_mime_essence) see the
+ * same type, and this writes it to out, lower case, and returns its
+ * length; 0 when the value needs the general readings (lists, quotes
+ * before a ',', odd characters, the wildcard, more than
+ * PDFTOKEN_TYPE_MAX characters).  pdftoken_classify() tries it first.
+ */
+size_t pdftoken_single_essence(const char *value, size_t len,
+                               char out[PDFTOKEN_TYPE_MAX + 1]);
+
+/*
  * Does any comma-separated piece of a Content-Type value begin, read
  * leniently (leading whitespace skipped, up to the first character that
  * is neither a token character nor '/', case ignored), with one of types?
@@ -335,6 +348,17 @@ extern const size_t pdftoken_pdf_ntypes;
 
 /* The verdict on a response's headers. */
 pdftoken_render pdftoken_classify(const pdftoken_response *resp);
+
+/*
+ * What a Content-Type value says on its own: PDFTOKEN_PDF for a PDF type
+ * (built in or among types), PDFTOKEN_NOT_PDF for a type that no
+ * disposition, URL path or body can make a PDF (text/html, image/png),
+ * and PDFTOKEN_PDF_IF_BODY for the rest (no valid type, generic types,
+ * text/plain), which pdftoken_classify() must judge with the response's
+ * other headers.  value may be NULL.
+ */
+pdftoken_render pdftoken_classify_type(const char *value, size_t len,
+                                       const char *const *types, size_t ntypes);
 
 /*
  * For PDFTOKEN_PDF_IF_BODY: do the first len bytes of the body make it a

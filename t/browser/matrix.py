@@ -18,8 +18,14 @@ The recording, t/browser/render-matrix.tsv, is data that other tests read
 one column per engine after the seven that define the cell, named in the
 header row (a reader takes the engines from it);
 `(absent)` is a header that is not sent, `(empty)` one sent with an empty
-value; nosniff and url_pdf are 0/1; body is pdf, pdf-ws (the same PDF after
-one "\\n") or html; the engine columns are pdf, download, page or error.
+value, and ` (+) ` separates the values of a header sent on several lines
+(`attachment (+) inline; filename=x.pdf` is two Content-Disposition
+lines); nosniff and url_pdf are 0/1; body is pdf, pdf-ws (the same PDF
+after one "\\n"), pdf-bin (the same PDF with control bytes in its binary
+comment line, so that a text/plain sniffer calls it binary), bin-pdf (the
+PDF after five bytes of binary junk, "\\0\\1\\2\\3\\n": no %PDF- at the
+start, which pdf.js does not need) or html; the engine columns are pdf,
+download, page or error.
 
 `cells()` below is the matrix's definition; a normal run serves the cells
 of the recording and fails when the definition no longer matches it, so a
@@ -39,9 +45,13 @@ CELL_COLUMNS = ["id", "status", "content_type", "disposition", "nosniff",
                 "body", "url_pdf"]
 COLUMNS = CELL_COLUMNS + ENGINES
 OUTCOMES = ("pdf", "download", "page", "error")
-BODIES = ("pdf", "pdf-ws", "html")
+BODIES = ("pdf", "pdf-ws", "pdf-bin", "bin-pdf", "html")
 ABSENT = "(absent)"
 EMPTY = "(empty)"
+# Between the values of a header sent on several lines.  mod_asis merges
+# repeated header lines into one ("a, b"), so the later ones are added by
+# mod_headers (header_fixes).
+MORE = " (+) "
 REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}
 
 # The attacker's fragment of the protected run (m2): what the 2007 plug-in
@@ -74,6 +84,52 @@ DISPOSITIONS = [None, "inline; filename=x.pdf", 'inline; filename="x.PDF"',
                 "inline; filename*=UTF-8''x%2Epdf",
                 "attachment; filename=x.pdf", "inline; filename=x.txt",
                 "inline", "foo; filename=x.pdf"]
+
+# Issue 19: a .pdf name however it is written.  Firefox opens a top-level
+# application/octet-stream in pdf.js when the file name it decodes from
+# the disposition ends in ".pdf" (case-sensitive: x.PDF downloads), and
+# its decoder takes RFC 5987/2231 (filename*, continuations), quoted-pairs,
+# RFC 2047 words and percent escapes in a plain filename (measured; `name`
+# instead of `filename` downloads).
+ENCODED_NAMES = [
+    "inline; filename*=UTF-8''x.%70df",
+    'inline; filename*0="x."; filename*1="pdf"',
+    'inline; filename="x.p\\df"',
+    'inline; filename="=?UTF-8?B?eC5wZGY=?="',
+    "inline; filename=x.pd%66",
+    "inline; filename*=UTF-8''x.pd%66",
+    'inline; filename="=?UTF-8?Q?x=2Epdf?="',
+    "inline; filename*0*=UTF-8''x.%70; filename*1=df",
+    "inline; filename*=UTF-8''x.%70%64%66",
+    "inline; name=x.pdf",
+    "inline; name=x.pd%66",
+    "inline; filename=x.txt; filename*=UTF-8''x.pdf",
+    'inline; filename="x.pdf"',
+    "inline; filename=x.PDF",
+]
+# ... and a disposition type that is not a plain `inline`: none, empty,
+# quoted, upper case, odd spacing, no ';', "attachment" beside "inline"
+# in one header line and on two lines.
+ODD_DISPOSITIONS = [
+    "filename=x.pdf",
+    "filename=x.pd%66",
+    "",
+    '"inline"; filename=x.pdf',
+    "INLINE; filename=x.pdf",
+    "inline;filename=x.pdf;",
+    'inline ;filename= "x.pdf" ;',
+    "inline filename=x.pdf",
+    "attachment, inline; filename=x.pdf",
+    "inline; filename=x.pdf, attachment",
+    "attachment" + MORE + "inline; filename=x.pdf",
+    "inline; filename=x.pdf" + MORE + "attachment",
+    "inline; filename=x.pdf" + MORE + "inline; filename=x.pdf",
+]
+# The generic types beside application/octet-stream (issue 19), the two
+# that OCTET_TYPES lacks first.
+GENERIC_TYPES = ["application/binary", "application/x-octet-stream",
+                 "binary/octet-stream", "application/x-download",
+                 "application/force-download", "application/download"]
 
 
 def _cell(status=200, ctype=None, disp=None, nosniff=False, body="pdf",
@@ -132,6 +188,59 @@ def cells():
     for status in (200, 404, 500):
         out.append(_cell(status, "application/octet-stream",
                          'attachment; filename="c.pdf"', nosniff=True))
+    # Issue 19 (c282 on): encoded names and odd disposition types, for
+    # application/octet-stream and text/plain (which a sniffer may turn
+    # into a guess from the name); the other generic types with a few.
+    for ctype in ("application/octet-stream", "text/plain"):
+        for disp in ENCODED_NAMES + ODD_DISPOSITIONS:
+            out.append(_cell(ctype=ctype, disp=disp))
+    out.append(_cell(ctype="text/plain", url_pdf=True))
+    for disp, url_pdf in ((None, False), (None, True),
+                          ("inline; filename=x.pdf", False),
+                          ("inline; filename*=UTF-8''x.%70df", False),
+                          ("", False)):
+        out.append(_cell(ctype="text/plain", disp=disp, body="pdf-bin",
+                         url_pdf=url_pdf))
+    for ctype in GENERIC_TYPES[:2]:
+        out += [_cell(ctype=ctype, disp="inline; filename=x.pdf"),
+                _cell(ctype=ctype),
+                _cell(ctype=ctype, url_pdf=True)]
+    for ctype in GENERIC_TYPES:
+        for disp in ("inline; filename*=UTF-8''x.%70df",
+                     'inline; filename*0="x."; filename*1="pdf"',
+                     "filename=x.pdf", ""):
+            out.append(_cell(ctype=ctype, disp=disp))
+    # (c372 on) A binary text/plain: WebKit sniffs it (WHATWG "text or
+    # binary") and renders a %PDF- body whatever its name; Firefox guesses
+    # the type from the name it decodes (or the URL) and opens pdf.js,
+    # which finds %PDF- after junk too.  Which text/plain spellings are
+    # sniffed, nosniff, more names, and junk before %PDF-.
+    for ctype in ("text/plain; charset=UTF-8", "text/plain; charset=x",
+                  "Text/Plain"):
+        out.append(_cell(ctype=ctype, body="pdf-bin"))
+    out += [_cell(ctype="text/plain", body="pdf-bin", nosniff=True),
+            _cell(ctype="text/plain", disp="inline; filename=x.pdf",
+                  body="pdf-bin", nosniff=True),
+            _cell(ctype="text/plain", disp="attachment; filename=x.pdf",
+                  body="pdf-bin"),
+            _cell(ctype="text/plain", disp="inline; filename=x.txt",
+                  body="pdf-bin")]
+    for disp in ENCODED_NAMES[1:6] + ["filename=x.pdf",
+                                      "INLINE; filename=x.pdf",
+                                      "inline"]:
+        out.append(_cell(ctype="text/plain", disp=disp, body="pdf-bin"))
+    for ctype in ("text/plain", "application/octet-stream", None):
+        out += [_cell(ctype=ctype, disp="inline; filename*=UTF-8''x.%70df",
+                      body="bin-pdf"),
+                _cell(ctype=ctype, disp="inline; filename=x.pdf",
+                      body="bin-pdf"),
+                _cell(ctype=ctype, body="bin-pdf", url_pdf=True),
+                _cell(ctype=ctype, body="bin-pdf")]
+    out += [_cell(ctype="text/plain", disp="inline; filename*=UTF-8''x.%70df",
+                  body="bin-pdf", url_pdf=True),
+            _cell(ctype=None, disp="inline; filename*=UTF-8''x.%70df"),
+            _cell(ctype="unknown/unknown",
+                  disp="inline; filename*=UTF-8''x.%70df", body="bin-pdf")]
     for i, c in enumerate(out, start=1):
         c["id"] = "c%03d" % i
     return out
@@ -159,6 +268,11 @@ def key(cell):
             cell["nosniff"], cell["body"], cell["url_pdf"])
 
 
+def values(field):
+    """The values of a header, one per line it is sent on: [] for none."""
+    return [] if field is None else field.split(MORE)
+
+
 def describe(cell):
     """One line for messages: status, headers, body, URL."""
     parts = [str(cell["status"])]
@@ -166,8 +280,8 @@ def describe(cell):
     parts.append("no Content-Type" if ct is None
                  else "Content-Type: (empty)" if ct == ""
                  else "Content-Type: %s" % ct)
-    if cell["disposition"] is not None:
-        parts.append("Content-Disposition: %s" % cell["disposition"])
+    for v in values(cell["disposition"]):
+        parts.append("Content-Disposition: %s" % (v or "(empty)"))
     if cell["nosniff"]:
         parts.append("nosniff")
     parts.append("body %s" % cell["body"])
@@ -231,6 +345,9 @@ def write(rows, versions, notes=(), path=TSV):
                                    for e in ENGINES),
         "# (absent) = header not sent, (empty) = sent with an empty value; "
         "body pdf-ws = \"\\n\" + pdf.",
+        "# a (+) b = the header sent on two lines, a then b; body pdf-bin = "
+        "pdf with \\1\\2\\3\\4 in its binary comment line, bin-pdf = "
+        "\"\\0\\1\\2\\3\\n\" + pdf.",
     ] + ["# " + n for n in notes] + ["\t".join(COLUMNS)]
     for c in rows:
         lines.append("\t".join([
@@ -256,6 +373,13 @@ def body(browser, scope, cell):
                 "<h1>%s</h1>\n<p>An HTML body.</p>\n"
                 % (text, text)).encode("ascii")
     pdf = make_pdf(text, pages=1, padding=256)
+    if cell["body"] == "pdf-bin":
+        # The same length, so the cross reference table stays right.
+        marker = b"%\xe2\xe3\xcf\xd3\n"
+        assert pdf.startswith(b"%PDF-1.4\n" + marker)
+        return pdf.replace(marker, b"%\x01\x02\x03\x04\n", 1)
+    if cell["body"] == "bin-pdf":
+        return b"\0\1\2\3\n" + pdf
     return b"\n" + pdf if cell["body"] == "pdf-ws" else pdf
 
 
@@ -273,7 +397,9 @@ def asis(browser, scope, cell):
     if ct:
         head.append("Content-Type: " + ct)
     if cell["disposition"] is not None:
-        head.append("Content-Disposition: " + cell["disposition"])
+        # the first line; header_fixes adds the others
+        head.append("Content-Disposition: "
+                    + values(cell["disposition"])[0])
     if cell["nosniff"]:
         head.append("X-Content-Type-Options: nosniff")
     return ("\n".join(head) + "\n\n").encode("latin-1") \
@@ -293,15 +419,22 @@ def path(browser, scope, cell):
 
 def header_fixes(cell):
     """mod_headers lines for what mod_asis cannot send byte for byte: it
-    drops an empty Content-Type and lower-cases the type.  mod_headers
-    runs before the module's output filter, which so sees what is sent."""
+    drops an empty Content-Type, lower-cases the type and merges repeated
+    header lines into one.  mod_headers runs before the module's output
+    filter, which so sees what is sent."""
+    out = []
     ct = cell["content_type"]
     if ct == "":
-        return ['Header set Content-Type ""']
-    if ct and _tolower_type(ct) != ct:
-        return ['Header edit Content-Type "^%s$" "%s"'
-                % (re.escape(_tolower_type(ct)), ct)]
-    return []
+        out.append('Header set Content-Type ""')
+    elif ct and _tolower_type(ct) != ct:
+        out.append('Header edit Content-Type "^%s$" "%s"'
+                   % (re.escape(_tolower_type(ct)), ct))
+    for v in values(cell["disposition"])[1:]:
+        # kept simple: mod_headers reads % and \\ in its own way
+        if any(ch in v for ch in '%"\\'):
+            raise ValueError("cannot add Content-Disposition %r" % v)
+        out.append('Header add Content-Disposition "%s"' % v)
+    return out
 
 
 def httpd_config(browser, matrix):
@@ -347,16 +480,16 @@ def check_served(httpd, browser, matrix, request):
     problems = []
     for c in matrix:
         r = request(path(browser, "m1", c))
-        want = {"Content-Type": c["content_type"],
-                "Content-Disposition": c["disposition"],
-                "X-Content-Type-Options": "nosniff" if c["nosniff"]
-                else None}
+        want = {"Content-Type": [c["content_type"]],
+                "Content-Disposition": values(c["disposition"]) or [None],
+                "X-Content-Type-Options": ["nosniff" if c["nosniff"]
+                                           else None]}
         got = {h: (r.get_all(h) or [None]) for h in want}
         bad = []
         if r.status != c["status"]:
             bad.append("status %d" % r.status)
         for h, v in want.items():
-            if got[h] != [v]:
+            if got[h] != v:
                 bad.append("%s %r, expected %r" % (h, got[h], v))
         if r.body != body(browser, "m1", c):
             bad.append("a different body (%d bytes)" % len(r.body))

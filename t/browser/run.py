@@ -114,7 +114,7 @@ p2 measures the HTTP residual (cookies are per document there, so only
 Max-Age and the browser's per-host cap bound them): whether the session
 cookie survived is reported, not required.
 
-m1 and m2 are the render matrix (t/browser/matrix.py): some 280 responses
+m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
 a mod_asis file so that httpd sends exactly its headers (checked before the
 browsers start).  m1 navigates to each from a scope without the module and
@@ -148,7 +148,10 @@ installs them).
                                write t/browser/render-matrix.tsv from m1
     --matrix-tabs N            tabs the matrix uses at once (default 4)
     --matrix-cell ID           run only this matrix cell, repeatable
-                               (debugging)
+                               (debugging); with --record-matrix, record
+                               only these cells of matrix.py (new ones
+                               included) and keep every other row as
+                               recorded, with the same browser versions
 """
 
 import argparse
@@ -184,7 +187,8 @@ BROWSERS = {
 MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 NODE_TIMEOUT = 900  # seconds for one browser's whole run
 MATRIX_TABS = 4
-MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix
+MATRIX_CASE_TIMEOUT = 240  # seconds for one scope of the matrix ...
+MATRIX_TIMEOUT_CELLS = 281  # ... of this many cells (more: in proportion)
 # WebKit answers one WebDriver command at a time per MiniBrowser and loads
 # its pdf.js for every PDF: its matrix takes about twice as long.
 WEBKIT_SLOWER = 2
@@ -1031,39 +1035,73 @@ def print_matrix_summary(browsers, cells, table):
                             if t == "" else repr(t) for t in types)))
 
 
-def record_matrix(browsers, cells, table, versions):
+BLANK_NOTE = "%s: pdf, but the viewer showed no document in 8 s:"
+
+
+def record_matrix(browsers, cells, table, versions, partial=False):
     """Write render-matrix.tsv from m1; returns problems (then no file).
 
     An engine not run this time (--browser) keeps its column, version and
-    notes from the current recording, which must define the same cells."""
+    notes from the current recording, which must define the same cells.
+    `partial` (--matrix-cell): `cells` are the ones measured; every other
+    cell of matrix.py keeps its recorded row, which must define the same
+    cell, and the engines run must be the recorded versions."""
     problems = ["%s/m1 failed" % b for b in browsers
                 if not (table.get(("m1", b)) or {}).get("ok")]
     kept = [e for e in matrix.ENGINES if e not in browsers]
+    measured = {c["id"] for c in cells}
     old = {}
     old_notes = []
-    if kept:
+    old_blank = {}
+    if kept or partial:
         try:
             comments, recorded = matrix.read()
         except (OSError, ValueError) as e:
             recorded, comments = [], []
             problems.append("cannot keep %s from %s: %s"
-                            % (", ".join(kept), matrix.TSV.name, e))
+                            % (", ".join(kept) or "the other cells",
+                               matrix.TSV.name, e))
         old = {c["id"]: c for c in recorded}
-        if [matrix.key(c) for c in recorded] != [matrix.key(c) for c in cells]:
+        if partial:
+            defined = matrix.cells()
+            ids = {c["id"] for c in defined}
+            bad = [c["id"] for c in defined if c["id"] not in measured
+                   and (c["id"] not in old
+                        or matrix.key(old[c["id"]]) != matrix.key(c))]
+            bad += sorted(i for i in old if i not in ids)
+            if bad:
+                problems.append("%s and matrix.py differ in cells not "
+                                "measured (%s): record them too"
+                                % (matrix.TSV.name, ", ".join(bad[:10])))
+            cells = defined
+        elif [matrix.key(c) for c in recorded] != \
+                [matrix.key(c) for c in cells]:
             problems.append("%s defines other cells: record every engine"
                             % matrix.TSV.name)
         for line in comments:
-            for e in kept:
+            for e in matrix.ENGINES:
                 m = re.search(r"\b%s (.*?)(;|$)" % e, line)
                 if line.startswith("# Browsers:") and m:
-                    versions[e] = m.group(1)
-                if line.startswith("# %s: " % e):
+                    if e in kept:
+                        versions[e] = m.group(1)
+                    elif partial and versions.get(e) != m.group(1):
+                        problems.append(
+                            "%s is %s, recorded as %s: record every cell"
+                            % (e, versions.get(e), m.group(1)))
+                if line.startswith("# " + BLANK_NOTE % e):
+                    if e in kept:
+                        old_notes.append(line[2:])
+                    elif partial:
+                        old_blank[e] = [
+                            i for i in line[2 + len(BLANK_NOTE % e):].split()
+                            if i not in measured]
+                elif line.startswith("# %s: " % e) and e in kept:
                     old_notes.append(line[2:])
     rows = []
     for c in cells:
         row = dict(c, outcomes={})
         for b in matrix.ENGINES:
-            if b in kept:
+            if b in kept or c["id"] not in measured:
                 o = old.get(c["id"], {}).get("outcomes", {}).get(b)
             else:
                 o = _observed(table, "m1", b).get(c["id"], {}).get("outcome")
@@ -1078,12 +1116,12 @@ def record_matrix(browsers, cells, table, versions):
     # 8 s (an HTML body aside): not an outcome, worth knowing.
     notes = list(old_notes)
     for b in browsers:
-        blank = [c["id"] for c in cells if c["body"] != "html"
-                 and "viewer showed no document" in
-                 _observed(table, "m1", b).get(c["id"], {}).get("notes", [])]
+        blank = old_blank.get(b, []) + [
+            c["id"] for c in cells if c["id"] in measured
+            and c["body"] != "html" and "viewer showed no document" in
+            _observed(table, "m1", b).get(c["id"], {}).get("notes", [])]
         if blank:
-            notes.append("%s: pdf, but the viewer showed no document in 8 s:"
-                         " %s" % (b, " ".join(blank)))
+            notes.append(BLANK_NOTE % b + " " + " ".join(sorted(blank)))
     matrix.write(rows, versions, notes)
     log("render matrix written: %s" % matrix.TSV)
     return []
@@ -1175,10 +1213,16 @@ def main():
                     help="run only this matrix cell (debugging)")
     args = ap.parse_args()
     if args.record_matrix:
-        if args.case or args.matrix_cell:
+        if args.case:
             ap.error("--record-matrix runs m1 and m2 (in every browser, or "
                      "in --browser, keeping the others' columns)")
         args.case = ["m1", "m2"]
+        if args.matrix_cell:
+            unknown = sorted(set(args.matrix_cell)
+                             - {c["id"] for c in matrix.cells()})
+            if unknown:
+                ap.error("--matrix-cell: matrix.py defines no %s"
+                         % ", ".join(unknown))
     browsers = args.browser or list(BROWSERS)
     cases = [c for c in CASES if not args.case or c[0] in args.case
              or c[0] == "net"]
@@ -1204,7 +1248,9 @@ def main():
         cells = recording
     if args.matrix_cell:
         cells = [c for c in cells if c["id"] in args.matrix_cell]
-        recording = [c for c in recording if c["id"] in args.matrix_cell]
+        if recording is not None:
+            recording = [c for c in recording
+                         if c["id"] in args.matrix_cell]
     table = {}
     versions = {}
     workdir = harness.make_workdir()
@@ -1294,8 +1340,12 @@ def main():
                 # parse: a recording also notes whether the viewer showed
                 # the document (seconds per cell, so not in every run)
                 "matrix": dict(matrix_sites[b], workers=args.matrix_tabs,
-                               caseTimeout=MATRIX_CASE_TIMEOUT * 1000
-                               * (WEBKIT_SLOWER if b == "webkit" else 1),
+                               caseTimeout=int(
+                                   MATRIX_CASE_TIMEOUT * 1000
+                                   * max(1.0, len(cells)
+                                         / MATRIX_TIMEOUT_CELLS)
+                                   * (WEBKIT_SLOWER if b == "webkit"
+                                      else 1)),
                                parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)
@@ -1405,7 +1455,8 @@ def main():
     print_table(browsers, cases, table, versions)
     print_matrix_summary(browsers, cells, table)
     if args.record_matrix:
-        failures += record_matrix(browsers, cells, table, versions)
+        failures += record_matrix(browsers, cells, table, versions,
+                                  partial=bool(args.matrix_cell))
     passed = failed = limited = holes = 0
     case_failures = []
     for cid, _ in cases:

@@ -10,6 +10,11 @@
  * absent (NULL), so a seed is readable.
  *
  * Invariants (abort() on violation):
+ *   - pdftoken_classify_type() says the same of a value and of that value
+ *     followed by ',' (the general readings);
+ *   - pdftoken_single_essence(), where it answers, gives the essence
+ *     that pdftoken_mime_essence() gives, and that type is listed by
+ *     pdftoken_type_listed() (and application/pdf only when it is that);
  *   - the essence, when there is one, is lower case, holds exactly one
  *     '/', has a type and a subtype of token characters, and is not the
  *     wildcard; its length is what the function returned;
@@ -17,10 +22,12 @@
  *     the essence counts as listed among a list holding it;
  *   - appending ", " and a valid type to a value without quotes changes
  *     the essence to that type (the last valid type wins);
+ *   - pdftoken_classify_type(), where it says PDF or not, agrees with
+ *     classify whatever the disposition and path;
  *   - classify calls every type of pdftoken_pdf_types a PDF, whatever the
  *     disposition and path, and calls a valid, listed type a PDF;
- *   - classify says PDFTOKEN_PDF_IF_BODY only when there is no valid type
- *     or an unknown one;
+ *   - classify says PDFTOKEN_PDF_IF_BODY only when there is no valid type,
+ *     an unknown one, or text/plain;
  *   - the sniff answers -1, 0 or 1, never -1 for PDFTOKEN_SNIFF_MAX bytes
  *     or more, and a body that starts with "%PDF-" sniffs as 1.
  */
@@ -62,6 +69,46 @@ static int is_tchar(char c)
            || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
+/* The one-pass reading, where it answers, sees what both general
+ * readings see: the same essence, and that type listed. */
+static void check_single_essence(const char *ct, size_t ctlen)
+{
+    char quick[PDFTOKEN_TYPE_MAX + 1], full[PDFTOKEN_TYPE_MAX + 1];
+    const char *list[1];
+    size_t n = pdftoken_single_essence(ct, ctlen, quick);
+    char *listed = malloc(ctlen + 1);
+
+    /* A ',' after the value adds an empty piece, which changes nothing,
+     * but takes the general readings instead of the one-pass one. */
+    if (listed == NULL) {
+        abort();
+    }
+    if (ctlen) {
+        memcpy(listed, ct, ctlen);
+    }
+    listed[ctlen] = ',';
+    if (pdftoken_classify_type(ct, ctlen, NULL, 0)
+        != pdftoken_classify_type(listed, ctlen + 1, NULL, 0)) {
+        abort();
+    }
+    free(listed);
+    if (n == 0) {
+        return;
+    }
+    if (pdftoken_mime_essence(ct, ctlen, full) != n || strcmp(quick, full)) {
+        abort();
+    }
+    list[0] = quick;
+    if (!pdftoken_type_listed(ct, ctlen, list, 1)) {
+        abort();
+    }
+    list[0] = "application/pdf";
+    if (pdftoken_type_listed(ct, ctlen, list, 1)
+        != !strcmp(quick, "application/pdf")) {
+        abort();
+    }
+}
+
 static void check_essence(const char *ct, size_t ctlen)
 {
     char out[PDFTOKEN_TYPE_MAX + 1], again[PDFTOKEN_TYPE_MAX + 1];
@@ -69,6 +116,7 @@ static void check_essence(const char *ct, size_t ctlen)
     size_t n = pdftoken_mime_essence(ct, ctlen, out), i, slashes = 0;
     char *longer;
 
+    check_single_essence(ct, ctlen);
     if (n == 0) {
         if (out[0] != '\0') {
             abort();
@@ -139,11 +187,27 @@ static void check_classify(const char *ct, size_t ctlen, const char *cd,
         && render != PDFTOKEN_PDF_IF_BODY) {
         abort();
     }
+    /* The type alone, where it decides, decides the same. */
+    switch (pdftoken_classify_type(ct, ctlen, NULL, 0)) {
+    case PDFTOKEN_PDF:
+        if (render != PDFTOKEN_PDF) {
+            abort();
+        }
+        break;
+    case PDFTOKEN_NOT_PDF:
+        if (render != PDFTOKEN_NOT_PDF) {
+            abort();
+        }
+        break;
+    default:
+        break;
+    }
     n = pdftoken_mime_essence(ct, ctlen, essence);
     if (render == PDFTOKEN_PDF_IF_BODY && n != 0
         && strcmp(essence, "unknown/unknown")
         && strcmp(essence, "application/unknown")
-        && strcmp(essence, "application/x-unknown-content-type")) {
+        && strcmp(essence, "application/x-unknown-content-type")
+        && strcmp(essence, "text/plain")) {
         abort();
     }
     /* A valid type, listed as extra, is a PDF. */

@@ -164,8 +164,54 @@ static const struct {
      "foo; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
     {"octet-stream attachment", "application/octet-stream",
      "Attachment ; filename=x.pdf", "/x", 0, PDFTOKEN_NOT_PDF},
+    {"octet-stream attachment, no name", "application/octet-stream",
+     "attachment", "/x", 0, PDFTOKEN_NOT_PDF},
+    /* Issue 19: a generic type with any disposition but attachment is
+     * PDF-like, whatever name it gives and however it writes it. */
     {"octet-stream .txt", "application/octet-stream", "inline; filename=x.txt",
-     "/x", 0, PDFTOKEN_NOT_PDF},
+     "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream inline, no name", "application/octet-stream", "inline", "/x",
+     0, PDFTOKEN_PDF},
+    {"octet-stream empty disposition", "application/octet-stream", "", "/x", 0,
+     PDFTOKEN_PDF},
+    {"octet-stream no type token", "application/octet-stream",
+     "filename=x.pd%66", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream filename* escaped p", "application/octet-stream",
+     "inline; filename*=UTF-8''x.%70df", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream filename* escaped f", "application/octet-stream",
+     "inline; filename*=UTF-8''x.pd%66", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream continuations", "application/octet-stream",
+     "inline; filename*0=\"x.\"; filename*1=\"pdf\"", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream quoted-pair", "application/octet-stream",
+     "inline; filename=\"x.p\\df\"", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream RFC 2047", "application/octet-stream",
+     "inline; filename=\"=?UTF-8?B?eC5wZGY=?=\"", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream percent in filename", "application/octet-stream",
+     "inline; filename=x.pd%66", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream name=", "application/octet-stream", "inline; name=x.pd%66",
+     "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream quoted type", "application/octet-stream",
+     "\"inline\"; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream malformed", "application/octet-stream", ";;=\"", "/x", 0,
+     PDFTOKEN_PDF},
+    {"octet-stream attachment beside inline", "application/octet-stream",
+     "attachment, inline; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream, parameters and case", "Application/Octet-Stream; x=y",
+     "inline; filename*=UTF-8''x.%70df", "/x", 0, PDFTOKEN_PDF},
+    {"binary/octet-stream encoded", "binary/octet-stream",
+     "inline; filename*=UTF-8''x.%70df", "/x", 0, PDFTOKEN_PDF},
+    {"application/x-download .txt", "application/x-download",
+     "inline; filename=x.txt", "/x", 0, PDFTOKEN_PDF},
+    {"application/force-download foo", "application/force-download",
+     "foo; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"application/download empty", "application/download", "", "/x", 0,
+     PDFTOKEN_PDF},
+    {"application/binary continuations", "application/binary",
+     "inline; filename*0=\"x.\"; filename*1=\"pdf\"", "/x", 0, PDFTOKEN_PDF},
+    {"application/x-octet-stream inline", "application/x-octet-stream",
+     "inline", "/x", 0, PDFTOKEN_PDF},
+    {"application/x-download attachment", "application/x-download",
+     "attachment; filename=x.pdf", "/x", 0, PDFTOKEN_NOT_PDF},
     {"octet-stream .txt at a .pdf URL", "application/octet-stream",
      "inline; filename=x.txt", "/x.pdf", 0, PDFTOKEN_PDF},
     {"octet-stream, URL .pdf", "application/octet-stream", NULL, "/a/B.PDF", 0,
@@ -178,6 +224,20 @@ static const struct {
      0, PDFTOKEN_PDF},
     {"text/plain inline .pdf", "text/plain", "inline; filename=a.pdf", "/x", 0,
      PDFTOKEN_PDF},
+    {"text/plain, URL .pdf", "text/plain", NULL, "/a.pdf", 0, PDFTOKEN_PDF},
+    /* Firefox takes a binary text/plain body for application/octet-stream,
+     * and WebKitGTK sniffs it: c337-c341. */
+    {"text/plain inline .txt", "text/plain", "inline; filename=a.txt", "/x", 0,
+     PDFTOKEN_PDF},
+    {"text/plain inline, encoded name", "text/plain",
+     "inline; filename*=UTF-8''x.%70df", "/x", 0, PDFTOKEN_PDF},
+    {"text/plain, no disposition", "text/plain", NULL, "/x", 0,
+     PDFTOKEN_PDF_IF_BODY},
+    {"text/plain; charset=utf-8", "text/plain; charset=utf-8", NULL, "/x", 0,
+     PDFTOKEN_PDF_IF_BODY},
+    {"text/plain attachment", "text/plain", "attachment; filename=a.pdf", "/x",
+     0, PDFTOKEN_NOT_PDF},
+    {"text/html", "text/html", NULL, "/x", 0, PDFTOKEN_NOT_PDF},
     {"no type, inline .pdf", NULL, "inline; filename=a.pdf", "/x", 0,
      PDFTOKEN_PDF},
     {"html inline .pdf", "text/html", "inline; filename=a.pdf", "/x", 0,
@@ -190,7 +250,7 @@ START_TEST(test_classify)
     const char *ct = classify_cases[_i].ctype;
     const char *cd = classify_cases[_i].disposition;
     const char *path = classify_cases[_i].path;
-    pdftoken_render got;
+    pdftoken_render got, by_type;
 
     resp.content_type = ct ? dup_exact(ct, strlen(ct)) : NULL;
     resp.content_type_len = ct ? strlen(ct) : 0;
@@ -204,9 +264,111 @@ START_TEST(test_classify)
     ck_assert_msg(got == classify_cases[_i].want, "%s: got %d, want %d",
                   classify_cases[_i].name, (int)got,
                   (int)classify_cases[_i].want);
+    /* The type alone, where it decides, decides the same. */
+    by_type = pdftoken_classify_type(resp.content_type, resp.content_type_len,
+                                     resp.types, resp.ntypes);
+    ck_assert_msg(by_type == PDFTOKEN_PDF_IF_BODY || by_type == got,
+                  "%s: the type alone says %d", classify_cases[_i].name,
+                  (int)by_type);
     free((void *)resp.content_type);
     free((void *)resp.disposition);
     free((void *)resp.path);
+}
+END_TEST
+
+/* ---- pdftoken_classify_type and pdftoken_single_essence --------------- */
+
+static const struct {
+    const char *value, *essence; /* essence NULL: the general readings */
+    pdftoken_render by_type;
+} type_cases[] = {
+    {"text/html", "text/html", PDFTOKEN_NOT_PDF},
+    {"Text/HTML; charset=UTF-8", "text/html", PDFTOKEN_NOT_PDF},
+    {" image/png ;", "image/png", PDFTOKEN_NOT_PDF},
+    {"application/pdf", "application/pdf", PDFTOKEN_PDF},
+    {"application/PDF;x=\"y\"", "application/pdf", PDFTOKEN_PDF},
+    {"text/plain", "text/plain", PDFTOKEN_PDF_IF_BODY},
+    {"application/octet-stream", "application/octet-stream",
+     PDFTOKEN_PDF_IF_BODY},
+    {"unknown/unknown", "unknown/unknown", PDFTOKEN_PDF_IF_BODY},
+    {NULL, NULL, PDFTOKEN_PDF_IF_BODY},
+    {"", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"text/html, application/pdf", NULL, PDFTOKEN_PDF},
+    {"application/pdf, text/html", NULL, PDFTOKEN_PDF},
+    {"text/html x", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"/pdf", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"/a/b", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"a/b/c", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"*/*", NULL, PDFTOKEN_PDF_IF_BODY},
+    {"application/pdf\x01", NULL, PDFTOKEN_PDF},
+};
+
+START_TEST(test_classify_type)
+{
+    const char *v = type_cases[_i].value;
+    char *copy = v ? dup_exact(v, strlen(v)) : NULL;
+    char out[PDFTOKEN_TYPE_MAX + 1];
+    size_t len = v ? strlen(v) : 0, n = pdftoken_single_essence(copy, len, out);
+
+    if (type_cases[_i].essence) {
+        ck_assert_msg(n == strlen(type_cases[_i].essence)
+                          && !strcmp(out, type_cases[_i].essence),
+                      "'%s': essence '%s'", v, n ? out : "");
+    }
+    else {
+        ck_assert_msg(n == 0, "'%s': no one-pass reading, got '%s'",
+                      v ? v : "(null)", out);
+    }
+    ck_assert_int_eq(pdftoken_classify_type(copy, len, NULL, 0),
+                     type_cases[_i].by_type);
+    free(copy);
+}
+END_TEST
+
+/* Every type the library knows by name, and a few it does not: the
+ * one-pass reading and the general ones (a ',' after the value) must say
+ * the same of each, alone and with parameters. */
+static const char *const named_types[] = {"application/pdf",
+                                          "text/pdf",
+                                          "application/x-pdf",
+                                          "text/x-pdf",
+                                          "application/acrobat",
+                                          "applications/vnd.pdf",
+                                          "application/vnd.pdf",
+                                          "unknown/unknown",
+                                          "application/unknown",
+                                          "application/x-unknown-content-type",
+                                          "application/octet-stream",
+                                          "binary/octet-stream",
+                                          "application/x-download",
+                                          "application/force-download",
+                                          "application/download",
+                                          "application/binary",
+                                          "application/x-octet-stream",
+                                          "text/plain",
+                                          "text/html",
+                                          "image/png",
+                                          "application/json",
+                                          "text/pdfx",
+                                          "text/plai",
+                                          "application/pdf2"};
+
+START_TEST(test_one_pass_agrees)
+{
+    const char *suffixes[] = {"", "; charset=utf-8", " ;x", "\t"};
+    char value[200], listed[201];
+    size_t i, len;
+
+    for (i = 0; i < NELTS(suffixes); i++) {
+        len = (size_t)snprintf(value, sizeof(value), "%s%s", named_types[_i],
+                               suffixes[i]);
+        memcpy(listed, value, len);
+        listed[len] = ',';
+        ck_assert_msg(pdftoken_classify_type(value, len, NULL, 0)
+                          == pdftoken_classify_type(listed, len + 1, NULL, 0),
+                      "'%s': the one-pass and the general readings differ",
+                      value);
+    }
 }
 END_TEST
 
@@ -264,10 +426,29 @@ static const char *header_value(const char *cell)
     return strcmp(cell, "(empty)") ? cell : "";
 }
 
+/* A header sent on several lines is recorded as its values joined by
+ * " (+) ".  The module must judge all of them (an engine may take any
+ * one, or all merged), so the library is asked about them as httpd merges
+ * them, apr_table_getm's "a, b": rewritten in place. */
+static void merge_lines(char *cell)
+{
+    static const char more[] = " (+) ";
+    char *m;
+
+    while ((m = strstr(cell, more)) != NULL) {
+        m[0] = ',';
+        m[1] = ' ';
+        memmove(m + 2, m + sizeof(more) - 1, strlen(m + sizeof(more) - 1) + 1);
+    }
+}
+
 static const char *matrix_body(const char *kind, size_t *len)
 {
     static const char pdf[] = "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj";
     static const char pdf_ws[] = "\n%PDF-1.4\n1 0 obj";
+    static const char pdf_bin[] = "%PDF-1.4\n%\x01\x02\x03\x04\n1 0 obj";
+    static const char bin_pdf[] =
+        "\0\1\2\3\n%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj";
     static const char html[] = "<!doctype html><p>not a pdf</p>";
 
     if (!strcmp(kind, "pdf")) {
@@ -277,6 +458,14 @@ static const char *matrix_body(const char *kind, size_t *len)
     if (!strcmp(kind, "pdf-ws")) {
         *len = sizeof(pdf_ws) - 1;
         return pdf_ws;
+    }
+    if (!strcmp(kind, "pdf-bin")) {
+        *len = sizeof(pdf_bin) - 1;
+        return pdf_bin;
+    }
+    if (!strcmp(kind, "bin-pdf")) {
+        *len = sizeof(bin_pdf) - 1;
+        return bin_pdf;
     }
     ck_assert_msg(!strcmp(kind, "html"), "unknown body kind '%s'", kind);
     *len = sizeof(html) - 1;
@@ -380,6 +569,7 @@ START_TEST(test_render_matrix)
         resp.content_type = header_value(cells[2]);
         resp.content_type_len =
             resp.content_type ? strlen(resp.content_type) : 0;
+        merge_lines(cells[3]);
         resp.disposition = header_value(cells[3]);
         resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
         resp.path = urlpath;
@@ -425,6 +615,8 @@ Suite *render_suite(void)
     tc = tcase_create("classify");
     suite_add_tcase(s, tc);
     tcase_add_loop_test(tc, test_classify, 0, NELTS(classify_cases));
+    tcase_add_loop_test(tc, test_classify_type, 0, NELTS(type_cases));
+    tcase_add_loop_test(tc, test_one_pass_agrees, 0, NELTS(named_types));
     tc = tcase_create("sniff");
     suite_add_tcase(s, tc);
     tcase_add_loop_test(tc, test_sniff_pdf, 0, NELTS(sniff_cases));
