@@ -254,6 +254,15 @@ soak: $(MODULE)
 	@sh t/deps.sh integration bench
 	$(PYTHON) t/soak/soak.py --control --module $(CURDIR)/$(MODULE)
 
+# First views of PHP-FPM, CGI and proxied PDFs under wrk (30 s, a graceful
+# restart every 5 s, both MPMs): fails on any error-level line, 5xx or
+# handler cut off, prints RSS.  About 2.5 minutes; not for CI.
+.PHONY: soak-first-views
+soak-first-views: $(MODULE)
+	@sh t/deps.sh integration bench
+	$(PYTHON) t/soak/soak.py --first-views --control \
+	    --module $(CURDIR)/$(MODULE)
+
 .PHONY: browser browser-deps browser-record
 
 browser-deps:
@@ -291,11 +300,11 @@ demo: deps $(MODULE)
 	$(PYTHON) t/demo/demo.py --port $(PORT)
 
 format:
-	clang-format -i token.c token.h mod_pdftoken.c t/*/*.c
+	clang-format -i token.c token.h mod_pdftoken.c t/*/*.c t/*/*/*.c
 
 lint:
 	@sh t/deps.sh lint
-	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c t/*/*.c
+	clang-format --dry-run --Werror token.c token.h mod_pdftoken.c t/*/*.c t/*/*/*.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --inline-suppr --suppress=varFuncNullUB \
 	    -I. token.c mod_pdftoken.c $(UNIT_SOURCES)

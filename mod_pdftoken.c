@@ -62,6 +62,10 @@ static ap_filter_rec_t *discard_filter_handle;
 /* Set in register_hooks: reads the first bytes of a body before any
  * filter compresses it. */
 static ap_filter_rec_t *sniff_filter_handle;
+/* mod_cache's CACHE filter, when mod_cache is loaded (post_config): an
+ * administrator who places it explicitly puts the cache before the watch
+ * filter. */
+static ap_filter_rec_t *cache_filter_handle;
 
 typedef enum { FALLBACK_ATTACHMENT = 0, FALLBACK_DENY = 1 } fallback_mode;
 
@@ -104,37 +108,82 @@ typedef enum {
 static const char *const verdict_names[] = {"redirect", "pass", "range",
                                             "fallback", "deny"};
 
-/* Kept on the request the browser made, so that internal redirects that
- * follow (mod_rewrite, ErrorDocument) see the decision already taken. */
+/* A request in a protected scope: what every decision and every
+ * enforcement needs. */
 typedef struct {
-    verdict v;
-} req_state;
+    request_rec *r;        /* the request being answered */
+    request_rec *ir;       /* the initial request: the URL the browser asked
+                            * for, which internal redirects chain back to */
+    const dir_conf *conf;  /* the protecting scope's settings */
+    const srv_conf *sconf; /* the keys */
+    const char *path;      /* ir's decoded URL path: what tokens are bound
+                            * to; NULL only for "OPTIONS *" */
+} preq;
 
-/* What the output filter must do to the response. */
+/* What the output filter must do to a response. */
 typedef enum {
+    WATCH_NONE = 0, /* no filter: the fixup answered, or nothing to do */
     WATCH_UNJUDGED, /* judge it if it turns out PDF-like (SPEC section 2) */
-    WATCH_PASS,     /* inline: add Referrer-Policy if absent */
-    WATCH_FALLBACK  /* force a download whatever it is */
+    WATCH_PASS,     /* the fixup's R2/R5: inline headers, last word */
+    WATCH_FALLBACK  /* the fixup's R3: a forced download, last word */
 } watch_mode;
+
+/*
+ * Kept on each request_rec of a protected request.  On the initial
+ * request it also holds the verdict and what was added to the answer, so
+ * that internal redirects (mod_rewrite, ErrorDocument), which share its
+ * err_headers_out, neither judge nor add anything twice.
+ */
+typedef struct {
+    preq pr;
+    watch_mode mode; /* this request's output filter, inserted later */
+    int judged;      /* initial request: v holds the verdict, and
+                      * cookies the Cookie header it read */
+    const char *cookies;
+    verdict v;
+    int marked;          /* initial request: Link and cookies handled */
+    const char *clean;   /* initial request: its URL without the token,
+                        * escaped for a header; NULL until needed */
+    char *kept;          /* initial request, once clean is made: its query
+                          * without the token (NULL: none left) */
+    const char *settled; /* this request: a type that can be no PDF
+                          * (type_says), as the fixup saw it */
+} req_state;
 
 /* What the first bytes of a body without a valid type say. */
 typedef enum {
     SNIFF_PENDING = -1, /* too few bytes yet */
     SNIFF_NO = 0,       /* no PDF */
-    SNIFF_PDF = 1,      /* "%PDF-": a browser renders it as a PDF */
-    SNIFF_GONE = 2      /* the sniff filter left without reading */
+    SNIFF_PDF = 1,      /* "%PDF-", or encoded by the handler, which only
+                         * the browser decodes: counted a PDF */
+    SNIFF_SKIPPED = 2   /* the sniff filter left without reading: the
+                         * response had a valid type then */
 } sniff_state;
 
-/* Shared by the two output filters of one request. */
+/* The first bytes of a body, as far as a sniff needs them. */
 typedef struct {
+    sniff_state state;
+    apr_size_t len;
+    unsigned char head[PDFTOKEN_SNIFF_MAX];
+} body_head;
+
+/* The watch filter's state for one response. */
+typedef struct {
+    preq pr;
     watch_mode mode;
-    sniff_state sniff;
-    int self_sniff; /* the watch filter reads the bytes itself */
-    unsigned char head[PDFTOKEN_SNIFF_MAX]; /* the body's first bytes */
-    apr_size_t headlen;
-    /* The body that reached the watch filter before the sniff could
-     * tell, held back. */
-    apr_bucket_brigade *held;
+    int started;  /* the first brigade has been seen */
+    int sent;     /* something went on downstream, headers included */
+    int replaced; /* the answer was replaced: what follows is dropped */
+    pdftoken_render render; /* by the headers, once started */
+    const char *settled;    /* req_state's: while r->content_type is this
+                             * very string, the answer is no PDF */
+    /* A handler's request: err_headers_out before it ran, so that an
+     * answer put in its place carries none of the handler's headers. */
+    apr_table_t *err_before;
+    /* Read by the sniff filter before any encoder (NULL: none), and by
+     * the watch filter itself (NULL until needed). */
+    body_head *pre, *own;
+    apr_bucket_brigade *held; /* body held back until the sniff tells */
 } watch_ctx;
 
 /* ---- configuration ---------------------------------------------------- */
@@ -512,8 +561,9 @@ static const command_rec pdftoken_cmds[] = {
 
 /* ---- request helpers --------------------------------------------------- */
 
-/* The request the browser made: internal redirects chain back to it. */
-static request_rec *browser_request(request_rec *r)
+/* The initial request, the one the browser made: internal redirects chain
+ * back to it. */
+static request_rec *initial_request(request_rec *r)
 {
     while (r->prev) {
         r = r->prev;
@@ -539,59 +589,30 @@ static const char *const *extra_types(const dir_conf *conf, size_t *n)
     return conf->types ? (const char *const *)conf->types->elts : NULL;
 }
 
-/* Is a type known before the handler runs (mod_mime, ForceType) a PDF
- * type?  Read as browsers read it: case, parameters and lists. */
-static int is_pdf_type(const dir_conf *conf, const char *ctype)
+/* What a type known before the handler runs (mod_mime, ForceType) says on
+ * its own, read as browsers read it (case, parameters, lists):
+ * PDFTOKEN_PDF, PDFTOKEN_NOT_PDF (whatever else the answer says), or
+ * PDFTOKEN_PDF_IF_BODY (the answer's other headers or body decide). */
+static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
 {
     const char *const *types;
-    size_t n, len;
+    size_t n;
 
-    if (!ctype) {
-        return 0;
-    }
-    len = strlen(ctype);
     types = extra_types(conf, &n);
-    return pdftoken_type_listed(ctype, len, pdftoken_pdf_types,
-                                pdftoken_pdf_ntypes)
-           || pdftoken_type_listed(ctype, len, types, n);
+    return pdftoken_classify_type(ctype, ctype ? strlen(ctype) : 0, types, n);
 }
 
 static int ends_in_pdf(const char *path)
 {
     size_t len = path ? strlen(path) : 0;
 
-    return len >= 4 && !strcasecmp(path + len - 4, ".pdf");
+    return len >= 4 && path[len - 4] == '.' && apr_tolower(path[len - 3]) == 'p'
+           && apr_tolower(path[len - 2]) == 'd'
+           && apr_tolower(path[len - 1]) == 'f';
 }
 
 /*
- * Percent-encode s[0..len): letters and digits and the characters in keep
- * stay as they are, every other byte (controls, space, non-ASCII above
- * all) becomes %XX.  Everything this module writes into a header from the
- * request passes through here.
- */
-static char *pct_encode(apr_pool_t *p, const char *s, size_t len,
-                        const char *keep)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = apr_palloc(p, 3 * len + 1), *o = out;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80 && (apr_isalnum(c) || (c && strchr(keep, c)))) {
-            *o++ = (char)c;
-        }
-        else {
-            *o++ = '%';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
-/*
+ * The bytes each escape keeps as they are, besides letters and digits.
  * A decoded URL path, for Location and for the cookie's Path attribute:
  * ';' and ',' are encoded because they would end the cookie's Path.
  * Browsers keep these escapes as they are, so the cookie's Path equals
@@ -608,15 +629,69 @@ static char *pct_encode(apr_pool_t *p, const char *s, size_t len,
 /* RFC 5987 attr-char, for filename* in Content-Disposition. */
 #define FILENAME_KEEP "!#$&+-.^_`|~"
 
-/*
- * The decoded path the browser asked for: what a token is bound to.
- * httpd decodes r->uri in place and r->parsed_uri.path is the same string,
- * so this is the browser's path even after mod_dir or MultiViews have
- * pointed r->uri at another file.
- */
-static const char *document_path(const request_rec *br)
+typedef enum { ESC_PATH = 1, ESC_QUERY = 2, ESC_FILENAME = 4 } escape;
+
+/* For each byte, the escapes that keep it (bits of escape): made once, in
+ * register_hooks, before any request, and only read after. */
+static unsigned char kept_by[256];
+
+static void make_escape_table(void)
 {
-    return br->parsed_uri.path;
+    static const struct {
+        escape e;
+        const char *keep;
+    } sets[] = {{ESC_PATH, PATH_KEEP},
+                {ESC_QUERY, QUERY_KEEP},
+                {ESC_FILENAME, FILENAME_KEEP}};
+    size_t i;
+    const char *c;
+    int b;
+
+    for (b = 0; b < 128; b++) {
+        kept_by[b] = apr_isalnum(b) ? ESC_PATH | ESC_QUERY | ESC_FILENAME : 0;
+    }
+    for (i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+        for (c = sets[i].keep; *c; c++) {
+            kept_by[(unsigned char)*c] |= (unsigned char)sets[i].e;
+        }
+    }
+}
+
+/*
+ * Percent-encode s[0..len) for esc: the bytes it keeps stay as they are,
+ * every other byte (controls, space, non-ASCII above all) becomes %XX.
+ * Everything this module writes into a header from the request passes
+ * through here.  Returns s itself when nothing needs escaping and s ends
+ * at len.
+ */
+static const char *pct_encode(apr_pool_t *p, const char *s, size_t len,
+                              escape esc)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out, *o;
+    size_t i = 0;
+
+    while (i < len && (kept_by[(unsigned char)s[i]] & esc)) {
+        i++;
+    }
+    if (i == len && s[len] == '\0') {
+        return s;
+    }
+    out = apr_palloc(p, 3 * len + 1);
+    memcpy(out, s, i);
+    for (o = out + i; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (kept_by[c] & esc) {
+            *o++ = (char)c;
+        }
+        else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = '\0';
+    return out;
 }
 
 /* The document path as an error-log line names it: never with the
@@ -663,7 +738,7 @@ static const char *attachment_header(request_rec *r)
     }
     return apr_pstrcat(
         r->pool, "attachment; filename=\"", ascii, "\"; filename*=UTF-8''",
-        pct_encode(r->pool, name, strlen(name), FILENAME_KEEP), NULL);
+        pct_encode(r->pool, name, strlen(name), ESC_FILENAME), NULL);
 }
 
 static void force_download(request_rec *r)
@@ -677,64 +752,6 @@ static void force_download(request_rec *r)
     apr_table_setn(r->headers_out, "Content-Disposition", attachment_header(r));
     apr_table_unset(r->headers_out, "X-Content-Type-Options");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
-}
-
-/* ---- the output filter: adding it ------------------------------------ */
-
-/* A response header wherever the handler put it (CGI scripts' headers
- * may land in err_headers_out). */
-static const char *response_header(const request_rec *r, const char *name)
-{
-    const char *v = apr_table_get(r->headers_out, name);
-
-    return v ? v : apr_table_get(r->err_headers_out, name);
-}
-
-/* SPEC section 2, on the response's headers: the library's verdict. */
-static pdftoken_render classify_response(const request_rec *r,
-                                         const dir_conf *conf)
-{
-    pdftoken_response resp;
-    const request_rec *br = r;
-
-    while (br->prev) {
-        br = br->prev;
-    }
-    resp.content_type = r->content_type;
-    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
-    resp.disposition = response_header(r, "Content-Disposition");
-    resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
-    resp.path = br->parsed_uri.path;
-    resp.path_len = resp.path ? strlen(resp.path) : 0;
-    resp.types = extra_types(conf, &resp.ntypes);
-    return pdftoken_classify(&resp);
-}
-
-static void add_watch(request_rec *r, watch_mode mode)
-{
-    watch_ctx *ctx = apr_palloc(r->pool, sizeof(*ctx));
-
-    ctx->mode = mode;
-    ctx->sniff = SNIFF_PENDING;
-    ctx->self_sniff = 0;
-    ctx->headlen = 0;
-    ctx->held = NULL;
-    /* mod_cache's CACHE_SAVE, added by its quick handler before this
-     * fixup, runs before the watch filter and decides on the handler's
-     * headers alone: it would store a PDF judged here (inline, download,
-     * or the output a redirect replaces) and serve it without a token. */
-    r->no_cache = 1;
-    /* The sniff filter only for what may lack a valid type: no type yet,
-     * or a handler that names its own.  A static file that mod_mime typed
-     * keeps its type (and should a later filter drop it, the watch filter
-     * reads the bytes itself). */
-    if (mode == WATCH_UNJUDGED && (!r->content_type || r->handler)) {
-        ap_add_output_filter_handle(sniff_filter_handle, ctx, r, r->connection);
-    }
-    else {
-        ctx->sniff = SNIFF_GONE;
-    }
-    ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
 }
 
 /* ---- PdfTokenFragment safe: the fragment page ----------------------- */
@@ -918,22 +935,33 @@ static size_t cookie_name(
  */
 #define MAX_COOKIES 8
 
-static void expire_surplus(request_rec *r, const char *name, const char *path,
-                           size_t keep)
+static void expire_surplus(request_rec *r, const char *header, const char *name,
+                           const char *path, size_t keep)
 {
-    const char *header = apr_table_get(r->headers_in, "Cookie");
     char prefix[HOST_PREFIX_LEN + MAX_NAME_LEN + 2];
-    size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen;
-    int https = is_https(r);
+    size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen = 0;
+    size_t nlen = strlen(name), hlen;
+    int https;
     const char *epath;
 
-    if (!header) {
+    /* Each of ours is at least "<prefix><8>=; " long: a shorter header
+     * cannot hold more than keep of them. */
+    if (!header
+        || (hlen = strlen(header)) <= (keep + 1)
+                                          * (HOST_PREFIX_LEN + nlen + 1
+                                             + PDFTOKEN_SUFFIX_LEN + 3)) {
         return;
     }
-    plen = (size_t)apr_snprintf(prefix, sizeof(prefix), "%s%s_",
-                                https ? HOST_PREFIX : "", name);
-    n = pdftoken_cookie_family(header, strlen(header), prefix, plen, starts,
-                               lens, sizeof(starts) / sizeof(starts[0]));
+    https = is_https(r);
+    if (https) {
+        memcpy(prefix, HOST_PREFIX, HOST_PREFIX_LEN);
+        plen = HOST_PREFIX_LEN;
+    }
+    memcpy(prefix + plen, name, nlen);
+    plen += nlen;
+    prefix[plen++] = '_';
+    n = pdftoken_cookie_family(header, hlen, prefix, plen, starts, lens,
+                               sizeof(starts) / sizeof(starts[0]));
     if (n <= keep) {
         return;
     }
@@ -942,7 +970,7 @@ static void expire_surplus(request_rec *r, const char *name, const char *path,
     n = n - keep < sizeof(starts) / sizeof(starts[0])
             ? n - keep
             : sizeof(starts) / sizeof(starts[0]);
-    epath = https ? "/" : pct_encode(r->pool, path, strlen(path), PATH_KEEP);
+    epath = https ? "/" : pct_encode(r->pool, path, strlen(path), ESC_PATH);
     for (i = 0; i < n; i++) {
         apr_table_addn(
             r->err_headers_out, "Set-Cookie",
@@ -958,11 +986,11 @@ static void expire_surplus(request_rec *r, const char *name, const char *path,
                   log_path(path), n, (int)keep);
 }
 
-/* Is there a cookie of q's name whose value is q? */
-static int has_matching_cookie(request_rec *r, const char *name, const char *q,
-                               size_t qlen)
+/* Is there a cookie of q's name whose value is q in header, the request's
+ * Cookie header (NULL: none)? */
+static int has_matching_cookie(request_rec *r, const char *header,
+                               const char *name, const char *q, size_t qlen)
 {
-    const char *header = apr_table_get(r->headers_in, "Cookie");
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     size_t clen;
 
@@ -1001,12 +1029,133 @@ static const char *token_subject(request_rec *br, int bound, const char *path,
     return subject;
 }
 
-/* Judge the request the browser made (br), by SPEC's table. */
-static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
-                     const srv_conf *sconf, const char *path)
+/* The state kept on r (state_of creates it). */
+static req_state *state_of(request_rec *r)
 {
-    const char *name = conf_name(conf);
-    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
+    req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
+
+    if (!st) {
+        st = apr_pcalloc(r->pool, sizeof(*st));
+        ap_set_module_config(r->request_config, &pdftoken_module, st);
+    }
+    return st;
+}
+
+/* target (path and query, escaped) as an absolute URL on this server, the
+ * way ap_construct_url() makes it but without its printf, between before
+ * and after. */
+static const char *absolute_url(request_rec *r, const char *before,
+                                const char *target, const char *after)
+{
+    apr_port_t port = ap_get_server_port(r);
+    char num[8], *n = num + sizeof(num);
+    const char *part[6];
+    size_t len[6], total = 0, i;
+    char *url, *o;
+
+    if (!ap_is_default_port(port, r)) {
+        do {
+            *--n = (char)('0' + port % 10);
+            port /= 10;
+        } while (port);
+        *--n = ':';
+    }
+    part[0] = before;
+    part[1] = ap_http_scheme(r);
+    part[2] = "://";
+    part[3] = ap_get_server_name_for_url(r);
+    part[4] = target;
+    part[5] = after;
+    for (i = 0; i < 6; i++) {
+        total += len[i] = strlen(part[i]);
+    }
+    total += (size_t)(num + sizeof(num) - n);
+    o = url = apr_palloc(r->pool, total + 1);
+    for (i = 0; i < 6; i++) {
+        memcpy(o, part[i], len[i]);
+        o += len[i];
+        if (i == 3) {
+            memcpy(o, n, (size_t)(num + sizeof(num) - n));
+            o += num + sizeof(num) - n;
+        }
+    }
+    *o = '\0';
+    return url;
+}
+
+/* The initial request's URL without the token, escaped for a header: what
+ * the redirect adds its token to, and the canonical URL of a tokenized
+ * answer.  Made once per initial request. */
+static const char *clean_target(const preq *pr)
+{
+    req_state *ist = state_of(pr->ir);
+    apr_pool_t *p = pr->r->pool;
+    const char *name = conf_name(pr->conf);
+    const char *args = pr->ir->parsed_uri.query;
+    size_t alen;
+    char *kept;
+
+    if (ist->clean) {
+        return ist->clean;
+    }
+    ist->clean = pct_encode(p, pr->path, strlen(pr->path), ESC_PATH);
+    ist->kept = (char *)args;
+    if (args && *args) {
+        alen = strlen(args);
+        kept = apr_palloc(p, alen + 1);
+        alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
+        if (alen) {
+            ist->clean = apr_pstrcat(
+                p, ist->clean, "?", pct_encode(p, kept, alen, ESC_QUERY), NULL);
+        }
+        ist->kept = alen ? kept : NULL;
+    }
+    return ist->clean;
+}
+
+/*
+ * Can the browser's follow-up carry the tokenized URL?  A request line
+ * longer than LimitRequestLine is answered 414, so a redirect to such a
+ * URL would lose the reader the document.  The follow-up's request line
+ * is "<method> <target>&<name>=<token> HTTP/1.1".
+ */
+static int token_fits(const preq *pr)
+{
+    size_t len = strlen(pr->ir->method) + 1 + strlen(clean_target(pr)) + 1
+                 + strlen(conf_name(pr->conf)) + 1 + PDFTOKEN_LEN
+                 + sizeof(" HTTP/1.1") - 1;
+
+    return len <= (size_t)pr->r->server->limit_req_line;
+}
+
+/* R3, for a token without its cookie and for what cannot take a token. */
+static verdict fallback_verdict(const preq *pr)
+{
+    return conf_fallback(pr->conf) == FALLBACK_DENY ? VERDICT_DENY
+                                                    : VERDICT_FALLBACK;
+}
+
+/* R1 and R4, unless the follow-up could not carry the token. */
+static verdict redirect_verdict(const preq *pr)
+{
+    if (token_fits(pr)) {
+        return VERDICT_REDIRECT;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, pr->r,
+                  PDFTOKEN_LOGNO(00021) "%s: the URL with a token would "
+                                        "exceed LimitRequestLine: %s",
+                  log_path(pr->path),
+                  conf_fallback(pr->conf) == FALLBACK_DENY ? "denied"
+                                                           : "download");
+    return fallback_verdict(pr);
+}
+
+/* Judge the initial request by SPEC's table.  No side effect but the log. */
+static verdict judge(const preq *pr, const char *cookies)
+{
+    request_rec *r = pr->r, *ir = pr->ir;
+    const char *name = conf_name(pr->conf);
+    const char *args = ir->parsed_uri.query ? ir->parsed_uri.query : "";
     const char *q = NULL, *subject;
     size_t qlen = 0, count, slen;
     uint64_t now = (uint64_t)apr_time_sec(r->request_time), expiry = 0;
@@ -1018,26 +1167,26 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
     if (count == 0) { /* R1 */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00002) "%s: no token: redirect",
-                      log_path(path));
-        return VERDICT_REDIRECT;
+                      log_path(pr->path));
+        return redirect_verdict(pr);
     }
     if (count > 1) { /* R4 */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       PDFTOKEN_LOGNO(00003) "%s: %" APR_SIZE_T_FMT
                                             " tokens in the query: redirect",
-                      log_path(path), count);
-        return VERDICT_REDIRECT;
+                      log_path(pr->path), count);
+        return redirect_verdict(pr);
     }
-    bound = binds_address(br, conf);
-    subject = token_subject(br, bound, path, &slen);
-    st = pdftoken_verify(sconf->keys, (size_t)sconf->nkeys, q, qlen, subject,
-                         slen, now, &expiry);
-    if (st == PDFTOKEN_OK && has_matching_cookie(r, name, q, qlen)) {
+    bound = binds_address(ir, pr->conf);
+    subject = token_subject(ir, bound, pr->path, &slen);
+    st = pdftoken_verify(pr->sconf->keys, (size_t)pr->sconf->nkeys, q, qlen,
+                         subject, slen, now, &expiry);
+    if (st == PDFTOKEN_OK && has_matching_cookie(r, cookies, name, q, qlen)) {
         ap_log_rerror(
             APLOG_MARK, APLOG_DEBUG, 0, r,
             PDFTOKEN_LOGNO(00004) "%s: valid token and matching cookie: "
                                   "inline",
-            log_path(path));
+            log_path(pr->path));
         return VERDICT_PASS; /* R2 */
     }
     /* A navigation cannot send Range, so a range request with a genuine
@@ -1048,48 +1197,61 @@ static verdict judge(request_rec *r, request_rec *br, const dir_conf *conf,
         && has_valid_range(r)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00005) "%s: %s token with Range: served",
-                      log_path(path), pdftoken_status_str(st));
+                      log_path(pr->path), pdftoken_status_str(st));
         return VERDICT_RANGE; /* R5 */
     }
     if (st == PDFTOKEN_OK) { /* R3 */
         /* Never a redirect here: a client without cookies would loop. */
         ap_log_rerror(
             APLOG_MARK, APLOG_INFO, 0, r,
-            PDFTOKEN_LOGNO(00006) "%s: valid token, %s: %s", log_path(path),
-            apr_table_get(r->headers_in, "Cookie") ? "cookie mismatch"
-                                                   : "no cookie",
-            conf_fallback(conf) == FALLBACK_DENY ? "denied" : "download");
-        return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
-                                                    : VERDICT_FALLBACK;
+            PDFTOKEN_LOGNO(00006) "%s: valid token, %s: %s", log_path(pr->path),
+            cookies ? "cookie mismatch" : "no cookie",
+            conf_fallback(pr->conf) == FALLBACK_DENY ? "denied" : "download");
+        return fallback_verdict(pr);
     }
     if (st == PDFTOKEN_BAD_TAG && bound
-        && has_matching_cookie(r, name, q, qlen)) {
+        && has_matching_cookie(r, cookies, name, q, qlen)) {
         /* Its own cookie beside it: a token minted for another address
          * (or for none), planted with its cookie, or a reader whose
-         * address changed between the redirect and the follow-up.  A download, never a
-         * redirect: that reader would be sent round for as long as the
-         * address keeps changing. */
+         * address changed between the redirect and the follow-up.  A
+         * download, never a redirect: that reader would be sent round for
+         * as long as the address keeps changing. */
         ap_log_rerror(
             APLOG_MARK, APLOG_INFO, 0, r,
             PDFTOKEN_LOGNO(00019) "%s: token not minted for this client "
                                   "address, with its cookie: %s",
-            log_path(path),
-            conf_fallback(conf) == FALLBACK_DENY ? "denied" : "download");
-        return conf_fallback(conf) == FALLBACK_DENY ? VERDICT_DENY
-                                                    : VERDICT_FALLBACK;
+            log_path(pr->path),
+            conf_fallback(pr->conf) == FALLBACK_DENY ? "denied" : "download");
+        return fallback_verdict(pr);
     }
     if (st == PDFTOKEN_CRYPTO_ERROR) {
         ap_log_rerror(
             APLOG_MARK, APLOG_ERR, 0, r,
             PDFTOKEN_LOGNO(00007) "%s: token verification failed inside "
                                   "libcrypto",
-            log_path(path));
+            log_path(pr->path));
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   PDFTOKEN_LOGNO(00008) "%s: %s token: redirect",
-                  log_path(path), pdftoken_status_str(st));
-    return VERDICT_REDIRECT; /* R4 */
+                  log_path(pr->path), pdftoken_status_str(st));
+    return redirect_verdict(pr); /* R4 */
 }
+
+/* The verdict on the initial request: judged once, kept on it, so that
+ * internal redirects and the output filter carry out the same one. */
+static verdict verdict_of(const preq *pr)
+{
+    req_state *ist = state_of(pr->ir);
+
+    if (!ist->judged) {
+        ist->cookies = apr_table_get(pr->r->headers_in, "Cookie");
+        ist->v = judge(pr, ist->cookies);
+        ist->judged = 1;
+    }
+    return ist->v;
+}
+
+/* ---- carrying out a verdict ---------------------------------------------- */
 
 #if AP_HAS_THREAD_LOCAL
 /* Each thread draws its nonces in batches (token.h): one RAND_bytes() per
@@ -1112,69 +1274,33 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *subject,
 #endif
 }
 
-/* The browser's URL without the token, escaped for a header: what the
- * redirect adds its token to, and the canonical URL of a tokenized
- * answer.  epath is the escaped document path. */
-static const char *clean_url(request_rec *r, request_rec *br,
-                             const dir_conf *conf, const char *epath)
-{
-    const char *name = conf_name(conf);
-    const char *args = br->parsed_uri.query ? br->parsed_uri.query : "";
-    size_t alen = strlen(args);
-    char *kept = apr_palloc(r->pool, alen + 1);
-
-    alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
-    if (!alen) {
-        return epath;
-    }
-    return apr_pstrcat(r->pool, epath, "?",
-                       pct_encode(r->pool, kept, alen, QUERY_KEEP), NULL);
-}
-
 /*
- * R2, R3, R5: the tokenized URL is one reader's, for seconds; a search
- * engine that indexes it sends the next reader a dead token.  The
- * canonical link names the URL without it.  err_headers_out, because a
- * proxied back end's headers replace headers_out.
+ * R1/R4: mint a token, set the cookie that must come back with it, and
+ * return the tokenized URL (path and query, ending in '#'); NULL when no
+ * token could be made.
  */
-static void add_canonical_link(request_rec *r, request_rec *br,
-                               const dir_conf *conf, const char *path)
+static const char *mint_redirect_url(const preq *pr)
 {
-    const char *url = clean_url(
-        r, br, conf, pct_encode(r->pool, path, strlen(path), PATH_KEEP));
-
-    apr_table_addn(r->err_headers_out, "Link",
-                   apr_pstrcat(r->pool, "<", ap_construct_url(r->pool, url, r),
-                               ">; rel=\"canonical\"", NULL));
-}
-
-/* R1/R4: 302 to the browser's URL with a fresh token and an empty
- * fragment, plus the cookie that must come back with it.  may_page: the
- * handler has not run yet, so PdfTokenFragment safe may answer with its
- * page instead. */
-static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
-                    const srv_conf *sconf, const char *path, int may_page)
-{
-    const char *name = conf_name(conf);
+    request_rec *r = pr->r;
+    const char *name = conf_name(pr->conf), *clean = clean_target(pr);
     char token[PDFTOKEN_LEN + 1];
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
-    const char *epath = pct_encode(r->pool, path, strlen(path), PATH_KEEP);
-    const char *clean, *url, *cookie, *subject;
-    int timeout = conf_timeout(conf);
+    const char *url, *cookie, *subject;
+    int timeout = conf_timeout(pr->conf), https = is_https(r);
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
     size_t slen;
     pdftoken_status st;
 
-    subject = token_subject(br, binds_address(br, conf), path, &slen);
-    st = mint_token(&sconf->keys[0], subject, slen, now + (uint64_t)timeout,
+    subject =
+        token_subject(pr->ir, binds_address(pr->ir, pr->conf), pr->path, &slen);
+    st = mint_token(&pr->sconf->keys[0], subject, slen, now + (uint64_t)timeout,
                     token);
     if (st != PDFTOKEN_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       PDFTOKEN_LOGNO(00009) "%s: cannot mint a token: %s",
-                      log_path(path), pdftoken_status_str(st));
-        return HTTP_INTERNAL_SERVER_ERROR;
+                      log_path(pr->path), pdftoken_status_str(st));
+        return NULL;
     }
-    clean = clean_url(r, br, conf, epath);
     /* The trailing '#' gives the target its own, empty fragment: without
      * it browsers carry the attacker's fragment across the redirect
      * (RFC 9110 section 10.2.2) and the defence does nothing. */
@@ -1182,34 +1308,51 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
                       token, "#", NULL);
     /* Lax, not Strict: a link from another site is a cross-site
      * navigation, and Strict would withhold the cookie on the follow-up
-     * and send every such reader to the fallback. */
+     * and send every such reader to the fallback.  __Host- requires
+     * Path=/ and Secure: over HTTPS the cookie is the host's, and the
+     * name's nonce suffix still keeps tokens apart. */
     cookie_name(r, name, token, cname);
-    /* __Host- requires Path=/ and Secure: over HTTPS the cookie is the
-     * host's, and the name's nonce suffix still keeps tokens apart. */
     cookie = apr_pstrcat(
-        r->pool, cname, "=", token, "; Path=", is_https(r) ? "/" : epath,
+        r->pool, cname, "=", token, "; Path=",
+        https ? "/" : pct_encode(r->pool, pr->path, strlen(pr->path), ESC_PATH),
         "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
-        is_https(r) ? "; Secure" : "", NULL);
+        https ? "; Secure" : "", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
-    expire_surplus(r, name, path, MAX_COOKIES - 1);
+    expire_surplus(r, state_of(pr->ir)->cookies, name, pr->path,
+                   MAX_COOKIES - 1);
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
-    if (may_page && wants_fragment_page(r, conf)) {
-        /* 200 with the fragment page instead of the 302; same cookie.  Its
-         * link stays relative, so a proxy in front needs no rewriting; but
-         * a path that begins with "//" (MergeSlashes Off) would read as a
-         * network-path reference to another host, so it gets a "/."
-         * first, which browsers resolve to the same path on this host. */
+    return url;
+}
+
+/*
+ * R1/R4: the 302 to the tokenized URL, or, when the handler has not run
+ * yet (may_page) and PdfTokenFragment safe asks for it, the fragment page
+ * (200, same cookie) in its place.
+ */
+static int redirect(const preq *pr, int may_page)
+{
+    request_rec *r = pr->r;
+    const char *url = mint_redirect_url(pr);
+
+    if (!url) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (may_page && wants_fragment_page(r, pr->conf)) {
+        /* The page's link stays relative, so a proxy in front needs no
+         * rewriting; but a path that begins with "//" (MergeSlashes Off)
+         * would read as a network-path reference to another host, so it
+         * gets a "/." first, which browsers resolve to the same path on
+         * this host. */
         apr_table_setn(r->notes, PAGE_NOTE,
-                       epath[0] == '/' && epath[1] == '/'
+                       url[0] == '/' && url[1] == '/'
                            ? apr_pstrcat(r->pool, "/.", url, NULL)
                            : url);
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
-    apr_table_setn(r->headers_out, "Location",
-                   ap_construct_url(r->pool, url, r));
+    apr_table_setn(r->headers_out, "Location", absolute_url(r, "", url, ""));
     /* An empty body: browsers follow the Location without showing one, and
      * httpd's default "Found" page would cost as much again as the token
      * (it HTML-escapes the whole URL).  Also keeps an ErrorDocument 302
@@ -1221,25 +1364,84 @@ static int redirect(request_rec *r, request_rec *br, const dir_conf *conf,
     return HTTP_MOVED_TEMPORARILY;
 }
 
-/* Take the token out of the query the handler sees, so that scripts and
- * proxied back ends get the URL as the reader wrote it. */
-static void strip_token(request_rec *r, const dir_conf *conf)
+/* Take the token out of s (a query), in place of it in p's memory. */
+static char *query_without_token(apr_pool_t *p, const char *s, size_t len,
+                                 const char *name)
 {
-    const char *name = conf_name(conf);
-    size_t len;
-    char *kept;
+    char *kept = apr_palloc(p, len + 1);
 
-    if (!r->args || !strstr(r->args, name)) {
-        return;
-    }
-    len = strlen(r->args);
-    kept = apr_palloc(r->pool, len + 1);
-    len = pdftoken_query_strip(r->args, len, name, strlen(name), kept);
-    r->args = len ? kept : NULL;
+    len = pdftoken_query_strip(s, len, name, strlen(name), kept);
+    return len ? kept : NULL;
 }
 
-/* R2 and R5: what an inline answer carries. */
-static void mark_inline(request_rec *r)
+/*
+ * Take the token out of what the handler sees, so that scripts and
+ * proxied back ends get the URL as the reader wrote it: the query, and
+ * mod_proxy's URL, which has the raw query in it already under
+ * "ProxyPass ... nocanon" and "RewriteRule ... [P,NE]", and after
+ * mod_proxy's own fixup in any case.
+ */
+static void strip_token(const preq *pr)
+{
+    request_rec *r = pr->r;
+    const char *name = conf_name(pr->conf);
+    const req_state *ist;
+    char *q;
+
+    if (!r->args) {
+        /* Nothing to strip. */
+    }
+    else if ((ist = state_of(pr->ir))->clean
+             && r->args == pr->ir->parsed_uri.query) {
+        /* The browser's own query, stripped already (clean_target). */
+        r->args = ist->kept;
+    }
+    else if (strstr(r->args, name)) {
+        r->args = query_without_token(r->pool, r->args, strlen(r->args), name);
+    }
+    if (r->proxyreq && r->filename && !strncmp(r->filename, "proxy:", 6)
+        && (q = strchr(r->filename, '?')) != NULL && strstr(q, name)) {
+        const char *kept =
+            query_without_token(r->pool, q + 1, strlen(q + 1), name);
+
+        r->filename =
+            kept ? apr_pstrcat(
+                r->pool,
+                apr_pstrmemdup(r->pool, r->filename, q + 1 - r->filename), kept,
+                NULL)
+                 : apr_pstrmemdup(r->pool, r->filename, q - r->filename);
+    }
+}
+
+/*
+ * R2, R3, R5, once per initial request (internal redirects share its
+ * err_headers_out): the canonical link, the fallback's Cache-Control, and
+ * the surplus cookies expired.  The tokenized URL is one reader's, for
+ * seconds; a search engine that indexes it sends the next reader a dead
+ * token, so the canonical link names the URL without it.
+ * err_headers_out, because a proxied back end's headers replace
+ * headers_out.
+ */
+static void mark_tokenized(const preq *pr, verdict v)
+{
+    request_rec *r = pr->r;
+    req_state *ist = state_of(pr->ir);
+
+    if (ist->marked) {
+        return;
+    }
+    ist->marked = 1;
+    apr_table_addn(
+        r->err_headers_out, "Link",
+        absolute_url(r, "<", clean_target(pr), ">; rel=\"canonical\""));
+    if (v == VERDICT_FALLBACK) {
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+    }
+    expire_surplus(r, ist->cookies, conf_name(pr->conf), pr->path, MAX_COOKIES);
+}
+
+/* R2 and R5: what an inline answer carries, last word on its headers. */
+static void inline_headers(request_rec *r)
 {
     /* private: a shared cache would serve it inline to the next reader.
      * no-store: the browser's own cache would show it again, long after
@@ -1250,61 +1452,6 @@ static void mark_inline(request_rec *r)
      * err_headers_out. */
     apr_table_unset(r->headers_out, "Cache-Control");
     apr_table_setn(r->err_headers_out, "Cache-Control", "private, no-store");
-}
-
-/* The verdict on the request the browser made: judged once, kept on it,
- * so that internal redirects and the output filter see the same one. */
-static verdict verdict_for(request_rec *r, request_rec *br,
-                           const dir_conf *conf, const srv_conf *sconf,
-                           const char *path)
-{
-    req_state *state =
-        ap_get_module_config(br->request_config, &pdftoken_module);
-
-    if (!state) {
-        state = apr_palloc(br->pool, sizeof(*state));
-        state->v = judge(r, br, conf, sconf, path);
-        ap_set_module_config(br->request_config, &pdftoken_module, state);
-        /* A redirect expires the surplus beside the cookie it sets. */
-        if (state->v != VERDICT_REDIRECT) {
-            expire_surplus(r, conf_name(conf), path, MAX_COOKIES);
-        }
-    }
-    return state->v;
-}
-
-/* Carry out a verdict on r, which is br or an internal redirect of it,
- * before the handler runs. */
-static int apply(request_rec *r, request_rec *br, const dir_conf *conf,
-                 const srv_conf *sconf, const char *path, verdict v)
-{
-    apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
-    switch (v) {
-    case VERDICT_REDIRECT:
-        return redirect(r, br, conf, sconf, path, 1);
-    case VERDICT_DENY:
-        return HTTP_FORBIDDEN;
-    case VERDICT_PASS:
-    case VERDICT_RANGE:
-        strip_token(r, conf);
-        mark_inline(r);
-        add_canonical_link(r, br, conf, path);
-        add_watch(r, WATCH_PASS);
-        return DECLINED;
-    case VERDICT_FALLBACK:
-        strip_token(r, conf);
-        add_canonical_link(r, br, conf, path);
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
-        add_watch(r, WATCH_FALLBACK);
-        return DECLINED;
-    }
-    return DECLINED;
-}
-
-/* ---- the output filter: judging what the handler made ------------------ */
-
-static void add_referrer_policy(request_rec *r)
-{
     if (!apr_table_get(r->headers_out, "Referrer-Policy")
         && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
         /* The tokenized URL must not leak to other sites. */
@@ -1313,40 +1460,104 @@ static void add_referrer_policy(request_rec *r)
 }
 
 /*
- * For a response without a valid type: add bb's first bytes to ctx->head
- * and sniff them as a browser would.  Reads only as far as the sniff
- * needs, so a CGI's pipe or a file is not drained; while the answer is
- * SNIFF_PENDING, every bucket of bb has been read.
+ * No cache may keep what only this reader may see: mod_cache's CACHE_SAVE
+ * looks for "no-cache" on the answer's first bytes, after this module's
+ * filter.  The variable rather than r->no_cache, which would also make
+ * httpd add an Expires header.
  */
-static sniff_state read_head(watch_ctx *ctx, apr_bucket_brigade *bb)
+static void keep_from_cache(request_rec *r)
 {
-    apr_bucket *e;
-    int res = pdftoken_sniff_pdf(ctx->head, ctx->headlen);
-
-    for (e = APR_BRIGADE_FIRST(bb); res == -1 && e != APR_BRIGADE_SENTINEL(bb);
-         e = APR_BUCKET_NEXT(e)) {
-        const char *data;
-        apr_size_t len, room = sizeof(ctx->head) - ctx->headlen;
-
-        if (APR_BUCKET_IS_EOS(e)) {
-            return SNIFF_NO; /* a body too short to be a PDF */
-        }
-        if (APR_BUCKET_IS_METADATA(e)) {
-            continue;
-        }
-        if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ) != APR_SUCCESS) {
-            /* Unreadable: the filters after us will report it. */
-            return SNIFF_NO;
-        }
-        len = len < room ? len : room;
-        memcpy(ctx->head + ctx->headlen, data, len);
-        ctx->headlen += len;
-        res = pdftoken_sniff_pdf(ctx->head, ctx->headlen);
-    }
-    return res == -1 ? SNIFF_PENDING : res ? SNIFF_PDF : SNIFF_NO;
+    apr_table_setn(r->subprocess_env, "no-cache", "1");
 }
 
-/* Has a filter or the handler encoded the body (gzip)?  Then the bytes
+static void watch(request_rec *r, const preq *pr, watch_mode mode)
+{
+    req_state *st = state_of(r);
+
+    st->pr = *pr;
+    st->mode = mode;
+}
+
+/*
+ * The one place that carries out a verdict on pr->r: before the handler
+ * (from the fixup) or after it (from the watch filter, before any byte of
+ * the answer is sent).  Returns DECLINED when the answer goes on, or the
+ * status to answer with instead.
+ */
+static int enforce(const preq *pr, verdict v, int after_handler)
+{
+    request_rec *r = pr->r;
+
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
+    switch (v) {
+    case VERDICT_REDIRECT:
+        return redirect(pr, !after_handler);
+    case VERDICT_DENY:
+        return HTTP_FORBIDDEN;
+    case VERDICT_PASS:
+    case VERDICT_RANGE:
+    case VERDICT_FALLBACK:
+        break;
+    }
+    mark_tokenized(pr, v);
+    keep_from_cache(r);
+    if (!after_handler) {
+        /* The watch filter has the last word on the headers, after the
+         * handler and mod_headers have set theirs. */
+        strip_token(pr);
+        watch(r, pr, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
+    }
+    else if (v == VERDICT_FALLBACK) {
+        force_download(r);
+    }
+    else {
+        inline_headers(r);
+    }
+    return DECLINED;
+}
+
+/* ---- the output filter: judging what the handler made ------------------ */
+
+/* A response header wherever the handler put it (CGI scripts' headers
+ * land in err_headers_out). */
+static const char *response_header(const request_rec *r, const char *name)
+{
+    const char *v = apr_table_get(r->headers_out, name);
+
+    return v ? v : apr_table_get(r->err_headers_out, name);
+}
+
+/* Every Content-Disposition the response carries, as one list: a
+ * browser that meets two may follow either. */
+static const char *dispositions(const request_rec *r)
+{
+    const char *out =
+        apr_table_getm(r->pool, r->headers_out, "Content-Disposition");
+    const char *err =
+        apr_table_getm(r->pool, r->err_headers_out, "Content-Disposition");
+
+    if (out && err) {
+        return apr_pstrcat(r->pool, out, ", ", err, NULL);
+    }
+    return out ? out : err;
+}
+
+/* SPEC section 2, on the response's headers: the library's verdict. */
+static pdftoken_render classify_response(const request_rec *r, const preq *pr)
+{
+    pdftoken_response resp;
+
+    resp.content_type = r->content_type;
+    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
+    resp.disposition = dispositions(r);
+    resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
+    resp.path = pr->path;
+    resp.path_len = pr->path ? strlen(pr->path) : 0;
+    resp.types = extra_types(pr->conf, &resp.ntypes);
+    return pdftoken_classify(&resp);
+}
+
+/* Has a filter or the handler encoded the body (gzip)?  Then its bytes
  * are not what the browser sniffs, after it decodes them. */
 static int is_encoded(const request_rec *r)
 {
@@ -1354,74 +1565,166 @@ static int is_encoded(const request_rec *r)
 }
 
 /*
- * The first filter of an unjudged response, before anything compresses
- * it: when the response has no valid type, it reads the first bytes of the
- * body for the watch filter and passes everything on unchanged.
+ * Add bb's first bytes to h and sniff them as a browser would.  Reads
+ * only as far as the sniff needs, so that a CGI's pipe or a file is not
+ * drained; while h->state stays SNIFF_PENDING every bucket of bb has been
+ * read.  An EOS before enough bytes: a body too short to be a PDF.
+ */
+static void sniff_more(body_head *h, apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+    int res = pdftoken_sniff_pdf(h->head, h->len);
+
+    for (e = APR_BRIGADE_FIRST(bb); res == -1 && e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        const char *data;
+        apr_size_t len, room = sizeof(h->head) - h->len;
+
+        if (APR_BUCKET_IS_EOS(e)) {
+            res = 0;
+            break;
+        }
+        if (APR_BUCKET_IS_METADATA(e)) {
+            continue;
+        }
+        if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ) != APR_SUCCESS) {
+            /* Unreadable: the filters after us will report it. */
+            res = 0;
+            break;
+        }
+        len = len < room ? len : room;
+        memcpy(h->head + h->len, data, len);
+        h->len += len;
+        res = pdftoken_sniff_pdf(h->head, h->len);
+    }
+    h->state = res == -1 ? SNIFF_PENDING : res ? SNIFF_PDF : SNIFF_NO;
+}
+
+/*
+ * Before the filters that encode a body (mod_deflate), for a handler's
+ * response that may lack a valid type: reads its first bytes as the
+ * browser will see them once decoded, for the watch filter, and passes
+ * everything on at once, unchanged.
  */
 static apr_status_t sniff_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
-    request_rec *r = f->r;
     watch_ctx *ctx = f->ctx;
+    body_head *h = ctx->pre;
+    request_rec *r = f->r;
 
-    if (ctx->headlen == 0
-        && (is_encoded(r)
-            || classify_response(
-                   r, ap_get_module_config(r->per_dir_config, &pdftoken_module))
-                   != PDFTOKEN_PDF_IF_BODY)) {
-        ctx->sniff = SNIFF_GONE;
+    if (h->len == 0 && is_encoded(r)) {
+        h->state = SNIFF_PDF;
+    }
+    else if (h->len == 0 && r->content_type
+             && classify_response(r, &ctx->pr) != PDFTOKEN_PDF_IF_BODY) {
+        h->state = SNIFF_SKIPPED;
     }
     else {
-        ctx->sniff = read_head(ctx, bb);
+        sniff_more(h, bb);
     }
-    if (ctx->sniff != SNIFF_PENDING) {
+    if (h->state != SNIFF_PENDING) {
         ap_remove_output_filter(f);
     }
     return ap_pass_brigade(f->next, bb);
 }
 
-/* Drops whatever a handler still sends after its answer was replaced;
- * the error tells it to stop (httpd's handlers all do). */
+/*
+ * Drop what is left of a replaced answer, reading to their end the buckets
+ * that stand for output still to come (a CGI script's pipe): the script
+ * then writes all it means to and ends as it would have, instead of
+ * dying of a broken pipe when the handler closes it.  Buckets of a known
+ * length (memory, files) are dropped unread.
+ */
+static void drain(apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+    const char *data;
+    apr_size_t len;
+
+    while (!APR_BRIGADE_EMPTY(bb)) {
+        e = APR_BRIGADE_FIRST(bb);
+        if (e->length == (apr_size_t)-1
+            && apr_bucket_read(e, &data, &len, APR_BLOCK_READ) != APR_SUCCESS) {
+            /* An unreadable pipe: nothing more will come of it. */
+            apr_brigade_cleanup(bb);
+            return;
+        }
+        apr_bucket_delete(e);
+    }
+}
+
+/* Drops whatever a handler still sends after its answer was replaced, and
+ * lets it run to its end: a back end read to the end keeps its
+ * connection, a script its exit status, and the error log stays quiet. */
 static apr_status_t discard_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     (void)f;
-    apr_brigade_cleanup(bb);
-    return AP_FILTER_ERROR;
+    drain(bb);
+    return APR_SUCCESS;
+}
+
+/* The answer goes on: what was held first, in a brigade of its own as it
+ * came (with the end in the same brigade, the protocol filters would frame
+ * the body otherwise than without the module), then bb. */
+static apr_status_t leave(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    watch_ctx *ctx = f->ctx;
+    apr_status_t rv;
+
+    ap_remove_output_filter(f);
+    if (ctx->held && !APR_BRIGADE_EMPTY(ctx->held)) {
+        rv = ap_pass_brigade(f->next, ctx->held);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
+/* err_headers_out as it was before the handler ran: an answer sent in
+ * place of the handler's carries none of its headers, like the fixup's. */
+static void forget_handler_headers(request_rec *r, const watch_ctx *ctx)
+{
+    if (ctx->err_before) {
+        r->err_headers_out = apr_table_copy(r->pool, ctx->err_before);
+    }
+    else {
+        apr_table_clear(r->err_headers_out);
+    }
 }
 
 /*
- * Throw the handler's answer away, before any byte of it is sent, and send
- * status instead, with an empty body and the headers the verdict set
- * (Location, and in err_headers_out the cookie).  The handler's own
- * headers go with its body, as they do when a fixup answers.  The rest of
- * the chain goes too: mod_deflate must not encode an empty 302.  The
- * handler is told AP_FILTER_ERROR and stops, so a back end is not read to
- * the end; whatever it still sends is dropped.
+ * Throw the handler's answer away, before any byte of it is sent, and
+ * answer status instead, the way httpd answers a fixup's error or
+ * redirect (ap_send_error_response: the same headers, the ErrorDocument
+ * text, "Header always").  The answer is flushed at once; the handler is
+ * then left to run to its end, and what it still sends is dropped.
  */
-static apr_status_t replace_response(ap_filter_t *f, apr_bucket_brigade *bb,
-                                     int status)
+static apr_status_t replace(ap_filter_t *f, apr_bucket_brigade *bb, int status)
 {
     request_rec *r = f->r;
-    const char *location = apr_table_get(r->headers_out, "Location");
-    apr_status_t rv;
+    watch_ctx *ctx = f->ctx;
+    apr_bucket_brigade *flush;
 
-    apr_brigade_cleanup(bb);
+    if (ctx->held) {
+        apr_brigade_cleanup(ctx->held);
+    }
+    ctx->replaced = 1;
     r->status = status;
     r->status_line = NULL;
-    apr_table_clear(r->headers_out);
-    if (location) {
-        apr_table_setn(r->headers_out, "Location", location);
-    }
-    apr_table_unset(r->err_headers_out, "Content-Type");
-    apr_table_unset(r->err_headers_out, "Content-Disposition");
-    r->content_type = NULL;
-    r->content_encoding = NULL;
-    r->content_languages = NULL;
-    r->clength = 0;
-    r->output_filters = r->proto_output_filters;
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(f->c->bucket_alloc));
-    rv = ap_pass_brigade(r->output_filters, bb);
+    ap_send_error_response(r, 0);
+    /* Twice: a handler that passes past the first filter (httpd-tests'
+     * passbrigade) must land in a discard too, not in the protocol
+     * filters of an answer already sent. */
     ap_add_output_filter_handle(discard_filter_handle, NULL, r, r->connection);
-    return rv == APR_SUCCESS ? AP_FILTER_ERROR : rv;
+    ap_add_output_filter_handle(discard_filter_handle, NULL, r, r->connection);
+    flush = apr_brigade_create(r->pool, f->c->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(flush, apr_bucket_flush_create(f->c->bucket_alloc));
+    /* A reader who has gone is no error of the handler's: it runs on. */
+    ap_pass_brigade(r->connection->output_filters, flush);
+    /* Only now, with the answer out, what the handler sent with it. */
+    drain(bb);
+    return APR_SUCCESS;
 }
 
 /* Never inline: a forced download for what cannot take the redirect. */
@@ -1429,15 +1732,16 @@ static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
                                      const char *why)
 {
     request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
 
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   PDFTOKEN_LOGNO(00014) "%s: PDF-like response (%s, status %d) "
                                         "sent as a download",
-                  log_path(document_path(browser_request(r))), why, r->status);
+                  log_path(ctx->pr.path), why, r->status);
     apr_table_setn(r->subprocess_env, "PDFTOKEN", "fallback");
     force_download(r);
-    ap_remove_output_filter(f);
-    return ap_pass_brigade(f->next, bb);
+    keep_from_cache(r);
+    return leave(f, bb);
 }
 
 /*
@@ -1447,127 +1751,186 @@ static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
  */
 static apr_status_t judge_response(ap_filter_t *f, apr_bucket_brigade *bb)
 {
-    request_rec *r = f->r, *br = browser_request(r);
-    const dir_conf *conf =
-        ap_get_module_config(r->per_dir_config, &pdftoken_module);
-    const srv_conf *sconf =
-        ap_get_module_config(r->server->module_config, &pdftoken_module);
-    const char *path = document_path(br);
+    request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
+    const preq *pr = &ctx->pr;
     verdict v;
+    int status;
 
-    if (r->method_number != M_GET || !path) {
+    if (r->method_number != M_GET || !pr->path) {
         return send_as_download(f, bb, r->method);
     }
     if (!ap_is_HTTP_SUCCESS(r->status) || is_error_document(r)) {
         return send_as_download(f, bb, "not a success");
     }
-    if (conf_dynamic(conf) == DYNAMIC_ATTACHMENT) {
+    if (conf_dynamic(pr->conf) == DYNAMIC_ATTACHMENT) {
         return send_as_download(f, bb, "PdfTokenDynamic attachment");
     }
-    v = verdict_for(r, br, conf, sconf, path);
-    apr_table_setn(r->subprocess_env, "PDFTOKEN", verdict_names[v]);
-    switch (v) {
-    case VERDICT_REDIRECT:
-        return replace_response(f, bb, redirect(r, br, conf, sconf, path, 0));
-    case VERDICT_DENY:
-        return replace_response(f, bb, HTTP_FORBIDDEN);
-    case VERDICT_PASS:
-    case VERDICT_RANGE:
-        mark_inline(r);
-        add_referrer_policy(r);
-        add_canonical_link(r, br, conf, path);
-        break;
-    case VERDICT_FALLBACK:
-        add_canonical_link(r, br, conf, path);
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
-        force_download(r);
-        break;
+    v = verdict_of(pr);
+    if (v == VERDICT_REDIRECT || v == VERDICT_DENY) {
+        forget_handler_headers(r, ctx);
     }
-    ap_remove_output_filter(f);
-    return ap_pass_brigade(f->next, bb);
+    status = enforce(pr, v, 1);
+    return status == DECLINED ? leave(f, bb) : replace(f, bb, status);
+}
+
+static int has_eos(apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+
+    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        if (APR_BUCKET_IS_EOS(e)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Does bb hold body bytes (or a bucket that may turn into some)? */
+static int has_body(apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+
+    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        if (!APR_BUCKET_IS_METADATA(e) && e->length != 0) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /*
- * Every response of a protected scope passes here once, when its headers
- * are final and before any byte is sent: the fixup only saw the type known
- * before the handler, and CGI scripts, back ends and sniffing browsers
- * decide theirs later.  Responses with a valid type that is no PDF leave
- * at once; only a response without one has its first bytes read.
+ * A handler's final answer with a 1xx status (CGI "Status: 100", an .asis
+ * file): httpd sends its body, and browsers read that body as the real
+ * response, a PDF with the attacker's fragment included.  Interim answers
+ * (100-continue, a proxy's 101) never pass here; the end of a proxy's
+ * tunnel does, as a bodiless 101, and goes on.
+ */
+static apr_status_t refuse_1xx(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
+    int status = r->status;
+
+    if (status == HTTP_SWITCHING_PROTOCOLS && !has_body(bb)) {
+        ctx->sent = 1;
+        return ap_pass_brigade(f->next, bb);
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                  PDFTOKEN_LOGNO(00020) "%s: refused: the handler's final "
+                                        "answer has status %d, whose body "
+                                        "browsers would read as the response",
+                  log_path(ctx->pr.path), status);
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
+    if (ctx->sent) {
+        /* Its headers are out already: only the body can be kept back. */
+        ctx->replaced = 1;
+        apr_brigade_cleanup(bb);
+        return APR_SUCCESS;
+    }
+    forget_handler_headers(r, ctx);
+    return replace(f, bb, HTTP_BAD_GATEWAY);
+}
+
+/*
+ * A response without a valid type is PDF-like when its body begins with
+ * "%PDF-": read as the browser reads it, after decoding.  The sniff filter
+ * read it before any encoder; else this filter reads the bytes itself,
+ * unless an encoder came first, when it cannot tell and counts it a PDF.
+ * Until the bytes tell, the body is held back here.
+ */
+static sniff_state sniff_body(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    watch_ctx *ctx = f->ctx;
+    sniff_state state;
+
+    if (ctx->pre
+        && (ctx->pre->state == SNIFF_PDF || ctx->pre->state == SNIFF_NO)) {
+        state = ctx->pre->state;
+    }
+    else if (is_encoded(r)) {
+        /* Wait for the sniff filter while it may still tell. */
+        state = ctx->pre && ctx->pre->state == SNIFF_PENDING && !has_eos(bb)
+                    ? SNIFF_PENDING
+                    : SNIFF_PDF;
+    }
+    else {
+        if (!ctx->own) {
+            ctx->own = apr_pcalloc(r->pool, sizeof(*ctx->own));
+        }
+        sniff_more(ctx->own, bb);
+        state = ctx->own->state;
+    }
+    if (state == SNIFF_PENDING) {
+        /* Every bucket is read (sniff_more); keep them past this call. */
+        ap_save_brigade(f, &ctx->held, &bb, r->pool);
+        apr_brigade_cleanup(bb);
+    }
+    return state;
+}
+
+/*
+ * Every response of a protected scope that reaches a handler passes here,
+ * once its headers are final (after mod_headers) and before any byte is
+ * sent or cached (before mod_cache's CACHE_SAVE): the fixup only saw the
+ * type known before the handler, and CGI scripts, back ends and sniffing
+ * browsers decide theirs later.  It decides on the first brigade and
+ * leaves; only a body without a valid type is read, up to its first
+ * bytes.
  */
 static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     request_rec *r = f->r;
     watch_ctx *ctx = f->ctx;
 
+    if (ctx->replaced) {
+        drain(bb);
+        return APR_SUCCESS;
+    }
+    if (r->status < 200) {
+        return refuse_1xx(f, bb);
+    }
     switch (ctx->mode) {
     case WATCH_PASS:
-        /* The fixup set ours; a script's own (public, max-age) or
-         * mod_headers' (this filter runs after it) came later and must not
-         * stand beside it or replace it. */
-        mark_inline(r);
-        add_referrer_policy(r);
-        break;
+        /* A script's own Cache-Control (public, max-age) or mod_headers'
+         * came after the fixup and must not stand beside ours. */
+        inline_headers(r);
+        return leave(f, bb);
     case WATCH_FALLBACK:
         force_download(r);
-        break;
-    case WATCH_UNJUDGED:
-        if (!ctx->held) {
-            /* No body, nothing to render: 204, 304, 1xx. */
-            if (r->status == HTTP_NO_CONTENT || r->status == HTTP_NOT_MODIFIED
-                || r->status < 200) {
-                break;
-            }
-            switch (classify_response(
-                r, ap_get_module_config(r->per_dir_config, &pdftoken_module))) {
-            case PDFTOKEN_NOT_PDF:
-                ap_remove_output_filter(f);
-                return ap_pass_brigade(f->next, bb);
-            case PDFTOKEN_PDF:
-                return judge_response(f, bb);
-            case PDFTOKEN_PDF_IF_BODY:
-                ctx->held = apr_brigade_create(r->pool, f->c->bucket_alloc);
-                break;
-            }
-            if (ctx->sniff == SNIFF_GONE) {
-                /* The type went away after the sniff filter looked (a
-                 * "Header unset"): read the bytes here, unless they are
-                 * encoded, which a browser decodes and this cannot. */
-                if (is_encoded(r)) {
-                    return judge_response(f, bb);
-                }
-                ctx->self_sniff = 1;
-                ctx->sniff = SNIFF_PENDING;
-            }
-        }
-        if (ctx->self_sniff && ctx->sniff == SNIFF_PENDING) {
-            ctx->sniff = read_head(ctx, bb);
-        }
-        APR_BRIGADE_CONCAT(ctx->held, bb);
-        if (ctx->sniff == SNIFF_PENDING) {
-            apr_bucket *e;
-
-            /* Too few bytes yet, and all of them read: keep them. */
-            for (e = APR_BRIGADE_FIRST(ctx->held);
-                 e != APR_BRIGADE_SENTINEL(ctx->held); e = APR_BUCKET_NEXT(e)) {
-                const char *data;
-                apr_size_t len;
-
-                if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ)
-                        != APR_SUCCESS
-                    || apr_bucket_setaside(e, r->pool) != APR_SUCCESS) {
-                    break;
-                }
-            }
-            return APR_SUCCESS;
-        }
-        if (ctx->sniff == SNIFF_PDF) {
-            return judge_response(f, ctx->held);
-        }
-        bb = ctx->held;
+        return leave(f, bb);
+    default:
         break;
     }
-    ap_remove_output_filter(f);
-    return ap_pass_brigade(f->next, bb);
+    if (!ctx->started) {
+        ctx->started = 1;
+        /* No body, nothing to render; or the type the fixup knew can be
+         * no PDF, and no filter or handler has changed it. */
+        if (AP_STATUS_IS_HEADER_ONLY(r->status)
+            || (ctx->settled && ctx->settled == r->content_type)) {
+            return leave(f, bb);
+        }
+        ctx->render = classify_response(r, &ctx->pr);
+    }
+    switch (ctx->render) {
+    case PDFTOKEN_NOT_PDF:
+        return leave(f, bb);
+    case PDFTOKEN_PDF:
+        return judge_response(f, bb);
+    case PDFTOKEN_PDF_IF_BODY:
+        break;
+    }
+    switch (sniff_body(f, bb)) {
+    case SNIFF_PENDING:
+        return APR_SUCCESS;
+    case SNIFF_PDF:
+        return judge_response(f, bb);
+    default:
+        return leave(f, bb);
+    }
 }
 
 /* ---- the fixup: judging before the handler ----------------------------- */
@@ -1583,13 +1946,13 @@ static int is_nph_script(const request_rec *r)
     const char *h = r->handler ? r->handler : r->content_type;
     const char *base;
 
-    if (!h || !r->filename
-        || (strcasecmp(h, "cgi-script")
-            && strncasecmp(h, "application/x-httpd-cgi", 23))) {
+    if (!r->filename) {
         return 0;
     }
     base = strrchr(r->filename, '/');
-    return !strncmp(base ? base + 1 : r->filename, "nph-", 4);
+    return !strncmp(base ? base + 1 : r->filename, "nph-", 4) && h
+           && (!strcasecmp(h, "cgi-script")
+               || !strncasecmp(h, "application/x-httpd-cgi", 23));
 }
 
 /*
@@ -1605,67 +1968,97 @@ static int is_missing_file(const request_rec *r)
            && r->filename && strncmp(r->filename, "proxy:", 6);
 }
 
-/*
- * PdfTokenExempt: a request the expression matches is served as if the
- * scope were unprotected.  Its answer is a plain inline PDF at the plain
- * URL, so it is marked private: a shared cache in front must not hand it
- * to a reader the expression would not match.  An expression that fails
- * to evaluate exempts nobody.
- */
-static int is_exempt(request_rec *r, const dir_conf *conf)
+/* PdfTokenExempt: does the expression match?  One that fails to evaluate
+ * exempts nobody. */
+static int is_exempt(const preq *pr)
 {
     const char *err = NULL;
     int rc;
 
-    if (!conf->exempt) {
+    if (!pr->conf->exempt) {
         return 0;
     }
-    rc = ap_expr_exec(r, conf->exempt, &err);
+    rc = ap_expr_exec(pr->r, pr->conf->exempt, &err);
     if (rc < 0 || err) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, pr->r,
                       PDFTOKEN_LOGNO(00017) "%s: PdfTokenExempt cannot be "
                                             "evaluated (%s): protected",
-                      log_path(document_path(browser_request(r))),
-                      err ? err : "error");
+                      log_path(pr->path), err ? err : "error");
         return 0;
-    }
-    if (rc) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
-                      log_path(document_path(browser_request(r))));
-        apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
     }
     return rc;
 }
 
+/*
+ * SPEC section 2: is r protected?  An internal redirect (an
+ * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
+ * when that URL is protected, so is the answer, wherever it comes from.
+ * Fills pr.
+ */
+static int is_protected(request_rec *r, preq *pr)
+{
+    const dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &pdftoken_module);
+
+    pr->r = r;
+    pr->ir = initial_request(r);
+    if (conf->protect != 1) {
+        if (pr->ir == r) {
+            return 0;
+        }
+        conf = ap_get_module_config(pr->ir->per_dir_config, &pdftoken_module);
+        if (conf->protect != 1) {
+            return 0;
+        }
+    }
+    pr->conf = conf;
+    pr->sconf =
+        ap_get_module_config(r->server->module_config, &pdftoken_module);
+    /* httpd decodes r->uri in place and parsed_uri.path is the same
+     * string, so this is the browser's path even after mod_dir or
+     * MultiViews have pointed r->uri at another file. */
+    pr->path = pr->ir->parsed_uri.path;
+    return 1;
+}
+
+/*
+ * Is the answer known to be a PDF before the handler runs: a static file
+ * at a .pdf URL or of a PDF type?  Sets *by_type to what the type says
+ * when it had to be read (else PDFTOKEN_PDF_IF_BODY).
+ */
+static int is_static_pdf(const preq *pr, pdftoken_render *by_type)
+{
+    request_rec *r = pr->r;
+
+    *by_type = PDFTOKEN_PDF_IF_BODY;
+    if (r->method_number != M_GET /* HEAD is M_GET too */
+        || is_missing_file(r)) {
+        return 0;
+    }
+    if (ends_in_pdf(r->uri)) {
+        return 1;
+    }
+    *by_type = type_says(pr->conf, r->content_type);
+    return *by_type == PDFTOKEN_PDF;
+}
+
 static int pdftoken_fixup(request_rec *r)
 {
-    dir_conf *conf = ap_get_module_config(r->per_dir_config, &pdftoken_module);
-    srv_conf *sconf;
-    request_rec *br;
-    const char *path;
+    preq pr;
+    pdftoken_render by_type = PDFTOKEN_PDF_IF_BODY;
 
-    /* Section 2: which requests are protected.  An internal redirect
-     * (an ErrorDocument, mod_rewrite) answers for the URL the browser
-     * asked for: when that URL is protected, so is the answer, wherever
-     * it comes from. */
-    if (r->main) {
+    if (r->main || !is_protected(r, &pr)) {
         return DECLINED;
     }
-    if (conf->protect != 1) {
-        const dir_conf *bconf;
-
-        if (!r->prev) {
-            return DECLINED;
-        }
-        bconf = ap_get_module_config(browser_request(r)->per_dir_config,
-                                     &pdftoken_module);
-        if (bconf->protect != 1 || is_exempt(r, bconf)) {
-            return DECLINED;
-        }
-    }
-    else if (is_exempt(r, conf)) {
+    if (is_exempt(&pr)) {
+        /* Served as if unprotected: a plain inline PDF at the plain URL,
+         * so private: a shared cache in front must not hand it to a
+         * reader the expression would not match. */
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
+                      log_path(pr.path));
+        apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
+        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
         return DECLINED;
     }
     if (is_nph_script(r)) {
@@ -1674,35 +2067,136 @@ static int pdftoken_fixup(request_rec *r)
                                             "output bypasses the output "
                                             "filters, so PdfTokenProtect "
                                             "cannot judge it",
-                      log_path(document_path(browser_request(r))));
+                      log_path(pr.path));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
         return HTTP_FORBIDDEN;
     }
-    if (is_error_document(r)) {
-        add_watch(r, WATCH_UNJUDGED);
-        return DECLINED;
-    }
-    br = browser_request(r);
-    if (!ap_get_module_config(br->request_config, &pdftoken_module)
-        && ((r->method_number != M_GET) /* HEAD is M_GET too */
-            || !(is_pdf_type(conf, r->content_type) || ends_in_pdf(r->uri))
-            || is_missing_file(r))) {
+    if (is_error_document(r)
+        || (!state_of(pr.ir)->judged && !is_static_pdf(&pr, &by_type))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
-        strip_token(r, conf);
-        add_watch(r, WATCH_UNJUDGED);
+        strip_token(&pr);
+        watch(r, &pr, WATCH_UNJUDGED);
+        if (by_type == PDFTOKEN_NOT_PDF) {
+            state_of(r)->settled = r->content_type;
+        }
         return DECLINED;
     }
-    sconf = ap_get_module_config(r->server->module_config, &pdftoken_module);
-    path = document_path(br);
-    if (!path) {
+    if (!pr.path) {
         /* Only "OPTIONS *" lacks a path, and it is no GET. */
         return HTTP_BAD_REQUEST;
     }
-    /* Section 4: judge once per browser request; internal redirects that
-     * follow inherit the verdict. */
-    return apply(r, br, conf, sconf, path,
-                 verdict_for(r, br, conf, sconf, path));
+    /* Section 4: judged once per initial request; internal redirects that
+     * follow carry out the same verdict. */
+    return enforce(&pr, verdict_of(&pr), 0);
+}
+
+/*
+ * An untouched static file: a type the fixup saw and found can be no PDF,
+ * still the same, and of a kind no module takes for a handler's name
+ * (text, images, sound, video, fonts; AddType application/x-httpd-php is
+ * a handler's).
+ */
+static int is_plain_static(const request_rec *r, const req_state *st)
+{
+    const char *t = r->content_type;
+
+    if (!st->settled || st->settled != t) {
+        return 0;
+    }
+    switch (apr_tolower(*t)) {
+    case 't':
+        return !strncasecmp(t, "text/", 5);
+    case 'i':
+        return !strncasecmp(t, "image/", 6);
+    case 'a':
+        return !strncasecmp(t, "audio/", 6);
+    case 'v':
+        return !strncasecmp(t, "video/", 6);
+    case 'f':
+        return !strncasecmp(t, "font/", 5);
+    default:
+        return 0;
+    }
+}
+
+/* Has the administrator placed mod_cache's CACHE filter ahead of ours
+ * (CacheQuickHandler Off)?  Then the cache decides before this
+ * module can judge the answer. */
+static int cache_placed_first(const request_rec *r)
+{
+    const ap_filter_t *f;
+
+    if (!cache_filter_handle) {
+        return 0;
+    }
+    for (f = r->output_filters; f && f != r->proto_output_filters;
+         f = f->next) {
+        if (f->frec == cache_filter_handle) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The watch filter goes in last of all, after mod_headers' (whose
+ * "Header set Content-Type" can make a response a PDF) and before
+ * mod_cache's CACHE_SAVE (one filter type later), so that it sees the
+ * final headers and the cache sees its verdict.
+ */
+static void pdftoken_insert_filter(request_rec *r)
+{
+    req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
+    watch_ctx *ctx;
+
+    if (!st || st->mode == WATCH_NONE) {
+        return;
+    }
+    if (!r->handler && r->output_filters == r->proto_output_filters) {
+        /* A file for httpd's own handler, and no filter between it and
+         * the protocol: nothing can change the headers from here on, so
+         * they are final now, and no filter is needed (what a static
+         * file costs, SPEC section 2). */
+        switch (st->mode) {
+        case WATCH_PASS:
+            inline_headers(r);
+            return;
+        case WATCH_FALLBACK:
+            force_download(r);
+            return;
+        default:
+            if (is_plain_static(r, st)) {
+                return;
+            }
+        }
+    }
+    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
+    ctx->pr = st->pr;
+    ctx->mode = st->mode;
+    ctx->settled = st->settled;
+    if (st->mode == WATCH_UNJUDGED) {
+        /* Before the handler and mod_headers add theirs (CGI's headers go
+         * to err_headers_out).  Mostly empty, and then nothing to copy. */
+        ctx->err_before = apr_is_empty_table(r->err_headers_out)
+                              ? NULL
+                              : apr_table_copy(r->pool, r->err_headers_out);
+        if (r->handler || !r->content_type
+            || (r->content_type != st->settled
+                && classify_response(r, &ctx->pr) == PDFTOKEN_PDF_IF_BODY)) {
+            /* It may send no valid type, or text/plain: its first bytes
+             * may be needed as they leave it, before mod_deflate
+             * compresses them. */
+            ctx->pre = apr_pcalloc(r->pool, sizeof(*ctx->pre));
+            ctx->pre->state = SNIFF_PENDING;
+            ap_add_output_filter_handle(sniff_filter_handle, ctx, r,
+                                        r->connection);
+        }
+        if (cache_placed_first(r)) {
+            keep_from_cache(r);
+        }
+    }
+    ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
 }
 
 /* ---- start-up ----------------------------------------------------------- */
@@ -1756,6 +2250,7 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
+    cache_filter_handle = ap_get_output_filter_handle("CACHE");
     fragment_csp = make_fragment_csp(pconf);
     if (!fragment_csp) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
@@ -1793,30 +2288,42 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void register_hooks(apr_pool_t *p)
 {
     /* After mod_dir, whose DirectoryIndex turns a directory request into
-     * the PDF; before mod_proxy, whose fixup copies r->args into the back
-     * end's URL and must see the query without the token. */
-    static const char *const pre[] = {"mod_dir.c", NULL};
-    static const char *const succ[] = {"mod_proxy.c", NULL};
+     * the PDF. */
+    static const char *const after_dir[] = {"mod_dir.c", NULL};
+    /* After mod_headers', whose "Header set Content-Type" can make a
+     * response a PDF. */
+    static const char *const after_headers[] = {"mod_headers.c", NULL};
 
     (void)p;
+    make_escape_table();
     /* The random default key, made once in the parent. */
     ap_hook_post_config(pdftoken_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The decision: the content type is known, the handler has not run. */
-    ap_hook_fixups(pdftoken_fixup, pre, succ, APR_HOOK_LAST);
+    ap_hook_fixups(pdftoken_fixup, after_dir, NULL, APR_HOOK_LAST);
+    /* The watch filter, once every other module has put in its own. */
+    ap_hook_insert_filter(pdftoken_insert_filter, after_headers, NULL,
+                          APR_HOOK_LAST);
     /* The fragment page; first, because mod_proxy's handler takes any
      * proxied request whatever r->handler says. */
     ap_hook_handler(fragment_page_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
-    /* After mod_headers' filter (AP_FTYPE_CONTENT_SET), whose "Header set
-     * Content-Type" can make a response a PDF; at mod_deflate's level, but
-     * added in the fixup, before it, so a body is sniffed uncompressed. */
-    watch_filter_handle = ap_register_output_filter(
-        FILTER_NAME, watch_filter, NULL, AP_FTYPE_CONTENT_SET + 1);
-    discard_filter_handle = ap_register_output_filter(
-        FILTER_NAME "_DISCARD", discard_filter, NULL, AP_FTYPE_CONTENT_SET);
-    /* After the filters that make content (mod_include, mod_substitute),
-     * before those that encode it (mod_deflate). */
+    /*
+     * The filters, in the order a response meets them:
+     *   mod_include, mod_substitute, ... (AP_FTYPE_RESOURCE)
+     *   PDFTOKEN_SNIFF  reads the first bytes as they leave the handler
+     *   mod_deflate, mod_filter's, mod_headers' (AP_FTYPE_CONTENT_SET,
+     *                   inserted before ours)
+     *   PDFTOKEN        judges on the final headers, and leaves
+     *   mod_cache's CACHE_SAVE (AP_FTYPE_CONTENT_SET + 1)
+     *   the protocol filters
+     * PDFTOKEN_DISCARD takes the place of them all once an answer has
+     * been replaced.
+     */
     sniff_filter_handle = ap_register_output_filter(
         FILTER_NAME "_SNIFF", sniff_filter, NULL, AP_FTYPE_CONTENT_SET - 1);
+    watch_filter_handle = ap_register_output_filter(FILTER_NAME, watch_filter,
+                                                    NULL, AP_FTYPE_CONTENT_SET);
+    discard_filter_handle = ap_register_output_filter(
+        FILTER_NAME "_DISCARD", discard_filter, NULL, AP_FTYPE_CONTENT_SET);
 }
 
 AP_DECLARE_MODULE(pdftoken) = {

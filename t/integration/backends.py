@@ -7,7 +7,10 @@ mod_proxy_fcgi (`SetHandler "proxy:unix:SOCK|fcgi://localhost"`).
 
 HttpBackend is a small HTTP/1.1 application server (Python's http.server in
 a thread) on a free 127.0.0.1 port, for mod_proxy_http.  It records every
-request line it receives, so that a test can tell what reached it.
+request line it receives, so that a test can tell what reached it, and
+counts the TCP connections it accepts: it keeps a connection open across
+requests (HTTP/1.1 keep-alive) until the client closes it, so the count
+tells whether mod_proxy reused its connection.
 
 Both are started and stopped by the tests' fixtures; neither ever talks to
 anything but 127.0.0.1 or its own socket.
@@ -193,9 +196,16 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
+    def process_request(self, request, client_address):
+        # One call per accepted TCP connection (its requests are then
+        # read in a loop by one handler, keep-alive).
+        with self.backend.lock:
+            self.backend.connections += 1
+        super().process_request(request, client_address)
+
     def handle_error(self, request, client_address):
-        # httpd closing a back-end connection early (the module redirects
-        # and stops reading) is expected here, not worth a traceback.
+        # httpd closing a back-end connection (a client that went away, a
+        # restart) is expected here, not worth a traceback.
         if not isinstance(sys.exc_info()[1], OSError):
             super().handle_error(request, client_address)
 
@@ -204,12 +214,14 @@ class HttpBackend:
     """An HTTP/1.1 server in a thread on 127.0.0.1, with routes by path.
 
     A route is f(handler, query, head_only); handler.send_body() helps.
-    `requests` holds every request line received, in order.
+    `requests` holds every request line received, in order;
+    `connections` counts the TCP connections accepted (connection_count()).
     """
 
     def __init__(self):
         self.routes = {}
         self.requests = []
+        self.connections = 0
         self.headers = []
         self.lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), _Handler)
@@ -243,6 +255,11 @@ class HttpBackend:
         with self.lock:
             return list(self.requests)
 
+    def connection_count(self):
+        """TCP connections accepted so far."""
+        with self.lock:
+            return self.connections
+
 
 # ------------------------------------------ the application's routes
 
@@ -261,10 +278,10 @@ def add_report_routes(backend, pdf):
                       gets a 304
     /reports/err500   500 with a PDF body
     /reports/json     application/json
-    /reports/slow     application/pdf announcing 256 MiB, of which it
-                      trickles 64 KiB every 10 ms for at most 10 s;
-                      backend.slow_done is set when it stops, and
-                      backend.slow_aborted when the peer stopped reading
+    /reports/slow     application/pdf of about 6 MiB, trickled 64 KiB
+                      every 30 ms (3 s); backend.slow_done is set when
+                      it stops, and backend.slow_aborted when the peer
+                      stopped reading
     """
     backend.slow_done = threading.Event()
     backend.slow_aborted = threading.Event()
@@ -352,18 +369,17 @@ def add_report_routes(backend, pdf):
         try:
             h.send_response(200)
             h.send_header("Content-Type", "application/pdf")
-            h.send_header("Content-Length", str(256 << 20))
+            filler = b"%" + b"x" * 65534 + b"\n"
+            h.send_header("Content-Length", str(4096 + 100 * len(filler)))
             h.end_headers()
             if head_only:
                 return
-            h.wfile.write(pdf[:4096])
+            h.wfile.write(pdf[:4096].ljust(4096, b"\n"))
             h.wfile.flush()
-            filler = b"%" + b"x" * 65534 + b"\n"
-            deadline = time.time() + 10
-            while time.time() < deadline:
+            for _ in range(100):
                 h.wfile.write(filler)
                 h.wfile.flush()
-                time.sleep(0.01)
+                time.sleep(0.03)
         except OSError:
             backend.slow_aborted.set()
         finally:

@@ -110,7 +110,9 @@ def srv(pool):
     f["404"] = s.write_pdf("errors/404.pdf", "not found")
     f["errdoc"] = s.write_pdf("errdoc/doc.pdf", "errdoc")
     f["retyped"] = s.write_pdf("late/retyped.txt", "retyped")
-    f["plaintxt"] = s.write_pdf("late/plain.txt", "plain text")
+    f["pdftxt"] = s.write_pdf("late/pdf.txt", "a PDF named .txt")
+    f["plaintxt"] = b"plain text, not a PDF\n" * 20
+    s.write("late/plain.txt", f["plaintxt"])
     f["errlocal"] = s.write_pdf("errlocal/doc.pdf", "errlocal")
     s.write("errors/moved.html", "<p>the admin's moved page</p>\n")
     s.configure(CONFIG)
@@ -307,3 +309,14 @@ def test_static_non_pdf_beside_it_is_untouched(srv):
     r = srv.get("/late/plain.txt")
     assert_untouched(r, body=srv.files["plaintxt"])
     assert r.get("Content-Type").startswith("text/plain"), r
+
+
+def test_pdf_served_as_text_plain_takes_the_token_step(srv):
+    """WebKitGTK renders a text/plain body that begins with %PDF- as a PDF,
+    and Firefox a binary one named .pdf (render matrix c337-c341): text
+    that is a PDF is judged by its first bytes."""
+    r = srv.get("/late/pdf.txt")
+    token, cookie = assert_redirect(srv, r, "/late/pdf.txt",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["pdftxt"],
+                  content_type="text/plain")
