@@ -108,6 +108,8 @@ typedef enum {
 static const char *const verdict_names[] = {"redirect", "pass", "range",
                                             "fallback", "deny"};
 
+typedef struct req_state req_state;
+
 /* A request in a protected scope: what every decision and every
  * enforcement needs. */
 typedef struct {
@@ -118,6 +120,7 @@ typedef struct {
     const srv_conf *sconf; /* the keys */
     const char *path;      /* ir's decoded URL path: what tokens are bound
                             * to; NULL only for "OPTIONS *" */
+    req_state *ist;        /* ir's state: the verdict, once judged */
 } preq;
 
 /* What the output filter must do to a response. */
@@ -134,21 +137,24 @@ typedef enum {
  * that internal redirects (mod_rewrite, ErrorDocument), which share its
  * err_headers_out, neither judge nor add anything twice.
  */
-typedef struct {
+struct req_state {
     preq pr;
     watch_mode mode; /* this request's output filter, inserted later */
     int judged;      /* initial request: v holds the verdict, and
                       * cookies the Cookie header it read */
     const char *cookies;
     verdict v;
-    int marked;          /* initial request: Link and cookies handled */
+    int marked;          /* initial request: surplus cookies expired */
     const char *clean;   /* initial request: its URL without the token,
                         * escaped for a header; NULL until needed */
-    char *kept;          /* initial request, once clean is made: its query
-                          * without the token (NULL: none left) */
+    int kept_made;       /* initial request: kept is made */
+    const char *kept;    /* initial request: its query without the token
+                          * (NULL: none left) */
     const char *settled; /* this request: a type that can be no PDF
                           * (type_says), as the fixup saw it */
-} req_state;
+    const char *scheme;  /* initial request: ap_http_scheme, once asked */
+    int https;           /* initial request: scheme is "https" */
+};
 
 /* What the first bytes of a body without a valid type say. */
 typedef enum {
@@ -602,13 +608,17 @@ static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
     return pdftoken_classify_type(ctype, ctype ? strlen(ctype) : 0, types, n);
 }
 
+/* Is c the lower-case ASCII letter l, in either case?  OR-ing 0x20 maps
+ * exactly the two cases of a letter onto it, without the locale's
+ * tolower(), which costs a call per byte. */
+#define IS_LETTER(c, l) (((unsigned char)(c) | 0x20) == (l))
+
 static int ends_in_pdf(const char *path)
 {
     size_t len = path ? strlen(path) : 0;
 
-    return len >= 4 && path[len - 4] == '.' && apr_tolower(path[len - 3]) == 'p'
-           && apr_tolower(path[len - 2]) == 'd'
-           && apr_tolower(path[len - 1]) == 'f';
+    return len >= 4 && path[len - 4] == '.' && IS_LETTER(path[len - 3], 'p')
+           && IS_LETTER(path[len - 2], 'd') && IS_LETTER(path[len - 1], 'f');
 }
 
 /*
@@ -897,21 +907,34 @@ static int fragment_page_handler(request_rec *r)
 #define HOST_PREFIX "__Host-"
 #define HOST_PREFIX_LEN 7
 
-static int is_https(request_rec *r)
+/* The request's scheme, asked of httpd (a hook) once per request. */
+static const char *scheme_of(const preq *pr)
 {
-    return !strcmp(ap_http_scheme(r), "https");
+    req_state *ist = pr->ist;
+
+    if (!ist->scheme) {
+        ist->scheme = ap_http_scheme(pr->r);
+        ist->https = !strcmp(ist->scheme, "https");
+    }
+    return ist->scheme;
+}
+
+static int is_https(const preq *pr)
+{
+    scheme_of(pr);
+    return pr->ist->https;
 }
 
 /* <prefix><name>_<eight characters of token's nonce>, into cname (room
  * for the longest); returns its length.  The suffix lets two tabs hold two
  * tokens for one document without one cookie overwriting the other. */
 static size_t cookie_name(
-    request_rec *r, const char *name, const char *token,
+    int https, const char *name, const char *token,
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1])
 {
     size_t nlen = strlen(name), o = 0;
 
-    if (is_https(r)) {
+    if (https) {
         memcpy(cname, HOST_PREFIX, HOST_PREFIX_LEN);
         o = HOST_PREFIX_LEN;
     }
@@ -935,9 +958,11 @@ static size_t cookie_name(
  */
 #define MAX_COOKIES 8
 
-static void expire_surplus(request_rec *r, const char *header, const char *name,
-                           const char *path, size_t keep)
+static void expire_surplus(const preq *pr, size_t keep)
 {
+    request_rec *r = pr->r;
+    const char *header = pr->ist->cookies, *name = conf_name(pr->conf);
+    const char *path = pr->path;
     char prefix[HOST_PREFIX_LEN + MAX_NAME_LEN + 2];
     size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen = 0;
     size_t nlen = strlen(name), hlen;
@@ -952,7 +977,7 @@ static void expire_surplus(request_rec *r, const char *header, const char *name,
                                              + PDFTOKEN_SUFFIX_LEN + 3)) {
         return;
     }
-    https = is_https(r);
+    https = is_https(pr);
     if (https) {
         memcpy(prefix, HOST_PREFIX, HOST_PREFIX_LEN);
         plen = HOST_PREFIX_LEN;
@@ -988,7 +1013,7 @@ static void expire_surplus(request_rec *r, const char *header, const char *name,
 
 /* Is there a cookie of q's name whose value is q in header, the request's
  * Cookie header (NULL: none)? */
-static int has_matching_cookie(request_rec *r, const char *header,
+static int has_matching_cookie(const preq *pr, const char *header,
                                const char *name, const char *q, size_t qlen)
 {
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
@@ -997,7 +1022,7 @@ static int has_matching_cookie(request_rec *r, const char *header,
     if (!header || qlen != PDFTOKEN_LEN) {
         return 0;
     }
-    clen = cookie_name(r, name, q, cname);
+    clen = cookie_name(is_https(pr), name, q, cname);
     return pdftoken_cookie_match(header, strlen(header), cname, clen, q, qlen);
 }
 
@@ -1044,9 +1069,10 @@ static req_state *state_of(request_rec *r)
 /* target (path and query, escaped) as an absolute URL on this server, the
  * way ap_construct_url() makes it but without its printf, between before
  * and after. */
-static const char *absolute_url(request_rec *r, const char *before,
+static const char *absolute_url(const preq *pr, const char *before,
                                 const char *target, const char *after)
 {
+    request_rec *r = pr->r;
     apr_port_t port = ap_get_server_port(r);
     char num[8], *n = num + sizeof(num);
     const char *part[6];
@@ -1061,7 +1087,7 @@ static const char *absolute_url(request_rec *r, const char *before,
         *--n = ':';
     }
     part[0] = before;
-    part[1] = ap_http_scheme(r);
+    part[1] = scheme_of(pr);
     part[2] = "://";
     part[3] = ap_get_server_name_for_url(r);
     part[4] = target;
@@ -1083,32 +1109,46 @@ static const char *absolute_url(request_rec *r, const char *before,
     return url;
 }
 
+/* The initial request's query without the token (NULL: nothing left),
+ * made once: what the handler sees, and what the canonical URL keeps. */
+static const char *kept_query(const preq *pr)
+{
+    req_state *ist = pr->ist;
+    const char *args = pr->ir->parsed_uri.query;
+    const char *name;
+    size_t alen;
+    char *kept;
+
+    if (!ist->kept_made) {
+        ist->kept_made = 1;
+        ist->kept = args;
+        if (args && *args) {
+            name = conf_name(pr->conf);
+            alen = strlen(args);
+            kept = apr_palloc(pr->r->pool, alen + 1);
+            alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
+            ist->kept = alen ? kept : NULL;
+        }
+    }
+    return ist->kept;
+}
+
 /* The initial request's URL without the token, escaped for a header: what
  * the redirect adds its token to, and the canonical URL of a tokenized
  * answer.  Made once per initial request. */
 static const char *clean_target(const preq *pr)
 {
-    req_state *ist = state_of(pr->ir);
+    req_state *ist = pr->ist;
     apr_pool_t *p = pr->r->pool;
-    const char *name = conf_name(pr->conf);
-    const char *args = pr->ir->parsed_uri.query;
-    size_t alen;
-    char *kept;
+    const char *kept = kept_query(pr);
 
-    if (ist->clean) {
-        return ist->clean;
-    }
-    ist->clean = pct_encode(p, pr->path, strlen(pr->path), ESC_PATH);
-    ist->kept = (char *)args;
-    if (args && *args) {
-        alen = strlen(args);
-        kept = apr_palloc(p, alen + 1);
-        alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
-        if (alen) {
-            ist->clean = apr_pstrcat(
-                p, ist->clean, "?", pct_encode(p, kept, alen, ESC_QUERY), NULL);
+    if (!ist->clean) {
+        ist->clean = pct_encode(p, pr->path, strlen(pr->path), ESC_PATH);
+        if (kept && *kept) {
+            ist->clean =
+                apr_pstrcat(p, ist->clean, "?",
+                            pct_encode(p, kept, strlen(kept), ESC_QUERY), NULL);
         }
-        ist->kept = alen ? kept : NULL;
     }
     return ist->clean;
 }
@@ -1181,7 +1221,7 @@ static verdict judge(const preq *pr, const char *cookies)
     subject = token_subject(ir, bound, pr->path, &slen);
     st = pdftoken_verify(pr->sconf->keys, (size_t)pr->sconf->nkeys, q, qlen,
                          subject, slen, now, &expiry);
-    if (st == PDFTOKEN_OK && has_matching_cookie(r, cookies, name, q, qlen)) {
+    if (st == PDFTOKEN_OK && has_matching_cookie(pr, cookies, name, q, qlen)) {
         ap_log_rerror(
             APLOG_MARK, APLOG_DEBUG, 0, r,
             PDFTOKEN_LOGNO(00004) "%s: valid token and matching cookie: "
@@ -1210,7 +1250,7 @@ static verdict judge(const preq *pr, const char *cookies)
         return fallback_verdict(pr);
     }
     if (st == PDFTOKEN_BAD_TAG && bound
-        && has_matching_cookie(r, cookies, name, q, qlen)) {
+        && has_matching_cookie(pr, cookies, name, q, qlen)) {
         /* Its own cookie beside it: a token minted for another address
          * (or for none), planted with its cookie, or a reader whose
          * address changed between the redirect and the follow-up.  A
@@ -1241,7 +1281,7 @@ static verdict judge(const preq *pr, const char *cookies)
  * internal redirects and the output filter carry out the same one. */
 static verdict verdict_of(const preq *pr)
 {
-    req_state *ist = state_of(pr->ir);
+    req_state *ist = pr->ist;
 
     if (!ist->judged) {
         ist->cookies = apr_table_get(pr->r->headers_in, "Cookie");
@@ -1286,7 +1326,7 @@ static const char *mint_redirect_url(const preq *pr)
     char token[PDFTOKEN_LEN + 1];
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     const char *url, *cookie, *subject;
-    int timeout = conf_timeout(pr->conf), https = is_https(r);
+    int timeout = conf_timeout(pr->conf), https = is_https(pr);
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
     size_t slen;
     pdftoken_status st;
@@ -1311,15 +1351,14 @@ static const char *mint_redirect_url(const preq *pr)
      * and send every such reader to the fallback.  __Host- requires
      * Path=/ and Secure: over HTTPS the cookie is the host's, and the
      * name's nonce suffix still keeps tokens apart. */
-    cookie_name(r, name, token, cname);
+    cookie_name(https, name, token, cname);
     cookie = apr_pstrcat(
         r->pool, cname, "=", token, "; Path=",
         https ? "/" : pct_encode(r->pool, pr->path, strlen(pr->path), ESC_PATH),
         "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
         https ? "; Secure" : "", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
-    expire_surplus(r, state_of(pr->ir)->cookies, name, pr->path,
-                   MAX_COOKIES - 1);
+    expire_surplus(pr, MAX_COOKIES - 1);
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     OPENSSL_cleanse(token, sizeof(token));
@@ -1352,7 +1391,7 @@ static int redirect(const preq *pr, int may_page)
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
-    apr_table_setn(r->headers_out, "Location", absolute_url(r, "", url, ""));
+    apr_table_setn(r->headers_out, "Location", absolute_url(pr, "", url, ""));
     /* An empty body: browsers follow the Location without showing one, and
      * httpd's default "Found" page would cost as much again as the token
      * (it HTML-escapes the whole URL).  Also keeps an ErrorDocument 302
@@ -1384,17 +1423,19 @@ static char *query_without_token(apr_pool_t *p, const char *s, size_t len,
 static void strip_token(const preq *pr)
 {
     request_rec *r = pr->r;
-    const char *name = conf_name(pr->conf);
-    const req_state *ist;
+    const char *name;
     char *q;
 
-    if (!r->args) {
-        /* Nothing to strip. */
+    if (!r->args && !r->proxyreq) {
+        return; /* nearly every request: nothing to strip */
     }
-    else if ((ist = state_of(pr->ir))->clean
-             && r->args == pr->ir->parsed_uri.query) {
-        /* The browser's own query, stripped already (clean_target). */
-        r->args = ist->kept;
+    name = conf_name(pr->conf);
+    if (!r->args) {
+        /* Nothing in the query; maybe in mod_proxy's URL. */
+    }
+    else if (r->args == pr->ir->parsed_uri.query) {
+        /* The browser's own query, stripped once per initial request. */
+        r->args = (char *)kept_query(pr);
     }
     else if (strstr(r->args, name)) {
         r->args = query_without_token(r->pool, r->args, strlen(r->args), name);
@@ -1415,43 +1456,37 @@ static void strip_token(const preq *pr)
 
 /*
  * R2, R3, R5, once per initial request (internal redirects share its
- * err_headers_out): the canonical link, the fallback's Cache-Control, and
- * the surplus cookies expired.  The tokenized URL is one reader's, for
- * seconds; a search engine that indexes it sends the next reader a dead
- * token, so the canonical link names the URL without it.
- * err_headers_out, because a proxied back end's headers replace
- * headers_out.
+ * err_headers_out): the surplus cookies expired.
  */
-static void mark_tokenized(const preq *pr, verdict v)
+static void mark_tokenized(const preq *pr)
 {
-    request_rec *r = pr->r;
-    req_state *ist = state_of(pr->ir);
+    req_state *ist = pr->ist;
 
     if (ist->marked) {
         return;
     }
     ist->marked = 1;
-    apr_table_addn(
-        r->err_headers_out, "Link",
-        absolute_url(r, "<", clean_target(pr), ">; rel=\"canonical\""));
-    if (v == VERDICT_FALLBACK) {
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
-    }
-    expire_surplus(r, ist->cookies, conf_name(pr->conf), pr->path, MAX_COOKIES);
+    expire_surplus(pr, MAX_COOKIES);
 }
 
-/* R2 and R5: what an inline answer carries, last word on its headers. */
+/*
+ * R2 and R5: what an inline answer carries.  Set once the handler's and
+ * mod_headers' headers are final (insert_filter or the watch filter), on
+ * the request that answers: headers_out is that request's own, so an
+ * internal redirect before it adds nothing twice, and an answer with
+ * nothing in err_headers_out spares httpd merging the two.
+ */
 static void inline_headers(request_rec *r)
 {
     /* private: a shared cache would serve it inline to the next reader.
      * no-store: the browser's own cache would show it again, long after
      * the token expired and without asking us, to a link that reuses this
      * tokenized URL with an attacker's fragment.  A handler's own
-     * Cache-Control (public, max-age) must not stand beside it, nor a
-     * site's "Header always set Cache-Control", which lands in
-     * err_headers_out. */
-    apr_table_unset(r->headers_out, "Cache-Control");
-    apr_table_setn(r->err_headers_out, "Cache-Control", "private, no-store");
+     * Cache-Control (public, max-age; a CGI's lands in err_headers_out)
+     * must not stand beside it, nor a site's "Header always set
+     * Cache-Control". */
+    apr_table_setn(r->headers_out, "Cache-Control", "private, no-store");
+    apr_table_unset(r->err_headers_out, "Cache-Control");
     if (!apr_table_get(r->headers_out, "Referrer-Policy")
         && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
         /* The tokenized URL must not leak to other sites. */
@@ -1460,22 +1495,49 @@ static void inline_headers(request_rec *r)
 }
 
 /*
+ * The last word on a tokenized answer (R2, R3, R5), after everything that
+ * may set headers: the canonical link, then inline or download headers.
+ * The tokenized URL is one reader's, for seconds; a search engine that
+ * indexes it sends the next reader a dead token, so the canonical link
+ * names the URL without it.
+ */
+static void tokenized_headers(const preq *pr, verdict v)
+{
+    request_rec *r = pr->r;
+
+    apr_table_addn(
+        r->headers_out, "Link",
+        absolute_url(pr, "<", clean_target(pr), ">; rel=\"canonical\""));
+    if (v == VERDICT_FALLBACK) {
+        force_download(r);
+        apr_table_mergen(r->headers_out, "Cache-Control", "private");
+    }
+    else {
+        inline_headers(r);
+    }
+}
+
+/*
  * No cache may keep what only this reader may see: mod_cache's CACHE_SAVE
  * looks for "no-cache" on the answer's first bytes, after this module's
  * filter.  The variable rather than r->no_cache, which would also make
- * httpd add an Expires header.
+ * httpd add an Expires header.  Without mod_cache nothing reads it.
  */
 static void keep_from_cache(request_rec *r)
 {
-    apr_table_setn(r->subprocess_env, "no-cache", "1");
+    if (cache_filter_handle) {
+        apr_table_setn(r->subprocess_env, "no-cache", "1");
+    }
 }
 
-static void watch(request_rec *r, const preq *pr, watch_mode mode)
+/* r's output filter, for insert_filter to add (or to do without). */
+static req_state *watch(request_rec *r, const preq *pr, watch_mode mode)
 {
-    req_state *st = state_of(r);
+    req_state *st = r == pr->ir ? pr->ist : state_of(r);
 
     st->pr = *pr;
     st->mode = mode;
+    return st;
 }
 
 /*
@@ -1499,19 +1561,16 @@ static int enforce(const preq *pr, verdict v, int after_handler)
     case VERDICT_FALLBACK:
         break;
     }
-    mark_tokenized(pr, v);
+    mark_tokenized(pr);
     keep_from_cache(r);
     if (!after_handler) {
-        /* The watch filter has the last word on the headers, after the
-         * handler and mod_headers have set theirs. */
+        /* The last word on the headers waits until the handler and
+         * mod_headers have set theirs. */
         strip_token(pr);
         watch(r, pr, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
     }
-    else if (v == VERDICT_FALLBACK) {
-        force_download(r);
-    }
     else {
-        inline_headers(r);
+        tokenized_headers(pr, v);
     }
     return DECLINED;
 }
@@ -1897,10 +1956,10 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     case WATCH_PASS:
         /* A script's own Cache-Control (public, max-age) or mod_headers'
          * came after the fixup and must not stand beside ours. */
-        inline_headers(r);
+        tokenized_headers(&ctx->pr, VERDICT_PASS);
         return leave(f, bb);
     case WATCH_FALLBACK:
-        force_download(r);
+        tokenized_headers(&ctx->pr, VERDICT_FALLBACK);
         return leave(f, bb);
     default:
         break;
@@ -1946,13 +2005,17 @@ static int is_nph_script(const request_rec *r)
     const char *h = r->handler ? r->handler : r->content_type;
     const char *base;
 
-    if (!r->filename) {
+    /* The handler first: nearly every request is no CGI, and its first
+     * letter says so. */
+    if (!h || !r->filename
+        || (IS_LETTER(*h, 'c')
+                ? strcasecmp(h, "cgi-script")
+                : !IS_LETTER(*h, 'a')
+                      || strncasecmp(h, "application/x-httpd-cgi", 23))) {
         return 0;
     }
     base = strrchr(r->filename, '/');
-    return !strncmp(base ? base + 1 : r->filename, "nph-", 4) && h
-           && (!strcasecmp(h, "cgi-script")
-               || !strncasecmp(h, "application/x-httpd-cgi", 23));
+    return !strncmp(base ? base + 1 : r->filename, "nph-", 4);
 }
 
 /*
@@ -2018,6 +2081,7 @@ static int is_protected(request_rec *r, preq *pr)
      * string, so this is the browser's path even after mod_dir or
      * MultiViews have pointed r->uri at another file. */
     pr->path = pr->ir->parsed_uri.path;
+    pr->ist = state_of(pr->ir);
     return 1;
 }
 
@@ -2072,13 +2136,15 @@ static int pdftoken_fixup(request_rec *r)
         return HTTP_FORBIDDEN;
     }
     if (is_error_document(r)
-        || (!state_of(pr.ir)->judged && !is_static_pdf(&pr, &by_type))) {
+        || (!pr.ist->judged && !is_static_pdf(&pr, &by_type))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
         strip_token(&pr);
-        watch(r, &pr, WATCH_UNJUDGED);
         if (by_type == PDFTOKEN_NOT_PDF) {
-            state_of(r)->settled = r->content_type;
+            watch(r, &pr, WATCH_UNJUDGED)->settled = r->content_type;
+        }
+        else {
+            watch(r, &pr, WATCH_UNJUDGED);
         }
         return DECLINED;
     }
@@ -2089,6 +2155,20 @@ static int pdftoken_fixup(request_rec *r)
     /* Section 4: judged once per initial request; internal redirects that
      * follow carry out the same verdict. */
     return enforce(&pr, verdict_of(&pr), 0);
+}
+
+/* Does s begin with the major type major ("text", lower case, letters
+ * only) and a '/', in any case? */
+static int has_major(const char *s, const char *major, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (!IS_LETTER(s[i], major[i])) {
+            return 0;
+        }
+    }
+    return s[len] == '/';
 }
 
 /*
@@ -2104,17 +2184,17 @@ static int is_plain_static(const request_rec *r, const req_state *st)
     if (!st->settled || st->settled != t) {
         return 0;
     }
-    switch (apr_tolower(*t)) {
+    switch (*t | 0x20) {
     case 't':
-        return !strncasecmp(t, "text/", 5);
+        return has_major(t, "text", 4);
     case 'i':
-        return !strncasecmp(t, "image/", 6);
+        return has_major(t, "image", 5);
     case 'a':
-        return !strncasecmp(t, "audio/", 6);
+        return has_major(t, "audio", 5);
     case 'v':
-        return !strncasecmp(t, "video/", 6);
+        return has_major(t, "video", 5);
     case 'f':
-        return !strncasecmp(t, "font/", 5);
+        return has_major(t, "font", 4);
     default:
         return 0;
     }
@@ -2160,10 +2240,10 @@ static void pdftoken_insert_filter(request_rec *r)
          * file costs, SPEC section 2). */
         switch (st->mode) {
         case WATCH_PASS:
-            inline_headers(r);
+            tokenized_headers(&st->pr, VERDICT_PASS);
             return;
         case WATCH_FALLBACK:
-            force_download(r);
+            tokenized_headers(&st->pr, VERDICT_FALLBACK);
             return;
         default:
             if (is_plain_static(r, st)) {

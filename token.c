@@ -331,11 +331,38 @@ static long b64url_value(const char *in, size_t i)
     return (long)b64url_values[(unsigned char)in[i]] - 1;
 }
 
+/*
+ * The same values, shifted to where each of four characters lands in its
+ * three bytes, and bit 24 for a byte outside the alphabet: a group of four
+ * decodes with four lookups and three ORs.  Every request with a token
+ * decodes one, so this is worth 4 KiB of tables built by the compiler.
+ */
+#define B64_VALUE(c)                                                           \
+    ((c) >= 'A' && (c) <= 'Z'   ? (c) - 'A'                                    \
+     : (c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 26                               \
+     : (c) >= '0' && (c) <= '9' ? (c) - '0' + 52                               \
+     : (c) == '-'               ? 62                                           \
+     : (c) == '_'               ? 63                                           \
+                                : -1)
+#define B64_BAD 0x1000000u
+#define B64_AT(c, s)                                                           \
+    (B64_VALUE(c) < 0 ? B64_BAD : (uint32_t)B64_VALUE(c) << (s))
+#define B64_4(c, s)                                                            \
+    B64_AT(c, s), B64_AT((c) + 1, s), B64_AT((c) + 2, s), B64_AT((c) + 3, s)
+#define B64_16(c, s)                                                           \
+    B64_4(c, s), B64_4((c) + 4, s), B64_4((c) + 8, s), B64_4((c) + 12, s)
+#define B64_64(c, s)                                                           \
+    B64_16(c, s), B64_16((c) + 16, s), B64_16((c) + 32, s), B64_16((c) + 48, s)
+#define B64_256(s) B64_64(0, s), B64_64(64, s), B64_64(128, s), B64_64(192, s)
+
+static const uint32_t b64url_shifted[4][256] = {
+    {B64_256(18)}, {B64_256(12)}, {B64_256(6)}, {B64_256(0)}};
+
 long pdftoken_b64url_decode(const char *in, size_t len, unsigned char *out,
                             size_t outcap)
 {
     size_t i, o = 0, rem = len % 4;
-    long a, b, c, d, v;
+    long a, b, c, v;
 
     /* One dangling character carries only six bits: no byte. */
     if (rem == 1 || (len / 4) * 3 + (rem ? rem - 1 : 0) > outcap) {
@@ -344,17 +371,17 @@ long pdftoken_b64url_decode(const char *in, size_t len, unsigned char *out,
     /* Four characters make three bytes.  An invalid character is -1,
      * which sets the sign bit of the OR of the four values. */
     for (i = 0; i + 4 <= len; i += 4) {
-        a = b64url_value(in, i);
-        b = b64url_value(in, i + 1);
-        c = b64url_value(in, i + 2);
-        d = b64url_value(in, i + 3);
-        if ((a | b | c | d) < 0) {
+        uint32_t w = b64url_shifted[0][(unsigned char)in[i]]
+                     | b64url_shifted[1][(unsigned char)in[i + 1]]
+                     | b64url_shifted[2][(unsigned char)in[i + 2]]
+                     | b64url_shifted[3][(unsigned char)in[i + 3]];
+
+        if (w & B64_BAD) {
             return -1;
         }
-        v = (a << 18) | (b << 12) | (c << 6) | d;
-        out[o++] = (unsigned char)(v >> 16);
-        out[o++] = (unsigned char)(v >> 8);
-        out[o++] = (unsigned char)v;
+        out[o++] = (unsigned char)(w >> 16);
+        out[o++] = (unsigned char)(w >> 8);
+        out[o++] = (unsigned char)w;
     }
     if (rem == 0) {
         return (long)o;
@@ -973,29 +1000,34 @@ static int named_pdf(const pdftoken_response *resp)
  * 0 when the value needs the general readings (pdftoken_single_essence). */
 static int single_bounds(const char *value, size_t len, size_t *b, size_t *e)
 {
-    size_t rest, slashes = 0, slash = 0;
+    size_t i = 0, slash, rest;
 
     if (value == NULL) {
         return 0;
     }
-    for (*b = 0; *b < len && is_http_space((unsigned char)value[*b]); (*b)++) {
+    while (i < len && is_http_space((unsigned char)value[i])) {
+        i++;
     }
-    for (*e = *b; *e < len; (*e)++) {
-        if (!token_chars[(unsigned char)value[*e]]) {
-            if (value[*e] != '/') {
-                break;
-            }
-            slashes++;
-            slash = *e;
-        }
+    *b = i;
+    /* type "/" subtype, both tokens */
+    while (i < len && token_chars[(unsigned char)value[i]]) {
+        i++;
     }
-    for (rest = *e; rest < len && is_http_space((unsigned char)value[rest]);
-         rest++) {
+    if (i == *b || i == len || value[i] != '/') {
+        return 0;
     }
+    slash = i++;
+    while (i < len && token_chars[(unsigned char)value[i]]) {
+        i++;
+    }
+    *e = i;
+    while (i < len && is_http_space((unsigned char)value[i])) {
+        i++;
+    }
+    rest = i;
     /* Past the type only whitespace, then ';' and parameters without a
      * ',' (which would make a list), or nothing. */
-    return slashes == 1 && slash != *b && slash + 1 != *e
-           && *e - *b <= PDFTOKEN_TYPE_MAX
+    return *e != slash + 1 && *e - *b <= PDFTOKEN_TYPE_MAX
            && (rest == len
                || (value[rest] == ';'
                    && memchr(value + rest, ',', len - rest) == NULL))

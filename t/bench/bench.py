@@ -19,6 +19,8 @@ figure comes from the same server in the same run:
     untouched-text   a text/plain file there (10 KB): browsers may render
                      text/plain that begins with %PDF- as a PDF, so the
                      filter reads its first bytes
+    bare-html        untouched's .htm file in the bare scope: what the
+                     module alone adds to an untouched answer
 
 Three measurements, all on 127.0.0.1, bounded in count and time:
 
@@ -163,6 +165,9 @@ def scenarios_for(size):
             Scenario("untouched", size, "untc", f + ".htm")]
     if size == "10k":
         out.append(Scenario("untouched-text", size, "untc", f + ".txt"))
+        # untouched's own file in the bare scope: what an HTML file costs
+        # httpd (mod_mime, ETag) apart from the module.
+        out.append(Scenario("bare-html", size, "bare", f + ".htm"))
     return out
 
 
@@ -188,6 +193,7 @@ def write_documents(server):
         text = (b"plain text, not a PDF\n" * (n // 22 + 1))[:n]
         server.write("untc/%s.htm" % name, text)
         server.write("untc/%s.txt" % name, text)
+        server.write("bare/%s.htm" % name, text)
     server.write("stat/d01k.txt", one_k)
     return {"10k": len(small), "1m": len(large), "1k": len(one_k)}
 
@@ -1049,6 +1055,14 @@ def report(rep, args, sizes, groups, rounds, ir, control, verify_ratio,
              extra_unt <= TARGETS["untouched_ir"],
              "%+d Ir" % round(ir["untouched.%s" % g]["total"]
                                - ir["bare.%s" % g]["total"]))
+    if "bare-html.10k" in ir:
+        extra_own = (ir["untouched.10k"]["total"]
+                     / ir["bare-html.10k"]["total"] - 1)
+        trow("untouched Ir over bare-html (the same .htm unprotected: the "
+             "module alone), 10 KB", "%+.2f %%" % (100 * extra_own),
+             "<= +1 %", extra_own <= TARGETS["untouched_ir"],
+             "%+d Ir" % round(ir["untouched.10k"]["total"]
+                               - ir["bare-html.10k"]["total"]))
     if "untouched-text.10k" in ir:
         out("| untouched-text (text/plain, first bytes read) Ir over bare, "
             "10 KB | %+.1f %% | | | |" % (
