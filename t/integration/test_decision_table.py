@@ -154,6 +154,30 @@ def test_r2_is_not_kept_in_the_browser_cache(srv):
     assert "no-store" in cache_directives(r)
 
 
+@pytest.mark.parametrize("validator", ["ETag", "Last-Modified"])
+def test_a_304_to_a_tokenized_request_keeps_the_verdicts_headers(srv,
+                                                                 validator):
+    # The module sets them on the answering request once the headers are
+    # final; httpd's 304 for a static file must still carry them, with the
+    # cookie (R2) and without it (R3).
+    token, cookie = fresh(srv)
+    target = DOC + "?pdftoken=" + token
+    r = srv.get(target, cookies=[cookie])
+    assert r.status == 200 and r.get(validator), r
+    cond = ("If-None-Match" if validator == "ETag" else "If-Modified-Since",
+            r.get(validator))
+    link = ['<%s>; rel="canonical"' % srv.url(DOC)]
+    r2 = srv.get(target, cookies=[cookie], headers=[cond])
+    assert r2.status == 304, r2
+    assert r2.get_all("Cache-Control") == ["private, no-store"], r2
+    assert r2.get_all("Link") == link, r2
+    r3 = srv.get(target, headers=[cond])
+    assert r3.status == 304, r3
+    assert r3.get_all("Cache-Control") == ["private"], r3
+    assert r3.get_all("Link") == link, r3
+    assert (r3.get("Content-Disposition") or "").startswith("attachment"), r3
+
+
 def test_r2_adds_referrer_policy_same_origin(srv):
     token, cookie = fresh(srv)
     r = srv.get(DOC + "?pdftoken=" + token, cookies=[cookie])
