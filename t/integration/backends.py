@@ -28,6 +28,24 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+# The three dynamic back ends in one protected site: CGI and PHP-FPM under
+# /prot/, the HTTP back end proxied under /api/ (a <Location>: <Directory>
+# does not cover proxied URLs).  @PHP@ and @BACKEND@ are the tests'.
+DYNAMIC_SCOPES = r"""
+<Directory "@DOCROOT@/prot">
+    PdfTokenProtect On
+    Options +ExecCGI
+    AddHandler cgi-script .cgi
+    <FilesMatch "\.php$">
+        SetHandler "@PHP@"
+    </FilesMatch>
+</Directory>
+ProxyPass "/api/" "http://127.0.0.1:@BACKEND@/"
+<Location "/api/">
+    PdfTokenProtect On
+</Location>
+"""
+
 PHP_FPM = "/usr/sbin/php-fpm8.2"
 
 FPM_CONF = """\

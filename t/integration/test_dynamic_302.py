@@ -23,20 +23,7 @@ import harness
 from checks import assert_redirect
 from samplepdf import make_pdf
 
-CONFIG = r"""
-<Directory "@DOCROOT@/prot">
-    PdfTokenProtect On
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-    <FilesMatch "\.php$">
-        SetHandler "@PHP@"
-    </FilesMatch>
-</Directory>
-ProxyPass "/api/" "http://127.0.0.1:@BACKEND@/"
-<Location "/api/">
-    PdfTokenProtect On
-</Location>
-"""
+CONFIG = backends.DYNAMIC_SCOPES
 
 # What a handler sends beside its PDF (the type aside).
 OWN = [

@@ -45,20 +45,7 @@ KINDS = ("cgi", "php", "proxy")
 SLOW = 5                # seconds a slow handler takes after its output
 MARKER_WAIT = 20        # bound on waiting for the markers of a case
 
-CONFIG = r"""
-<Directory "@DOCROOT@/prot">
-    PdfTokenProtect On
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-    <FilesMatch "\.php$">
-        SetHandler "@PHP@"
-    </FilesMatch>
-</Directory>
-ProxyPass "/api/" "http://127.0.0.1:@BACKEND@/"
-<Location "/api/">
-    PdfTokenProtect On
-</Location>
-"""
+CONFIG = backends.DYNAMIC_SCOPES
 
 # ?s=50k|2m picks the body, ?m= names the marker, ?slow=1 makes the script
 # take SLOW seconds after its output.  The marker is written after the

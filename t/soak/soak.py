@@ -422,19 +422,7 @@ KeepAliveTimeout 5
 MaxKeepAliveRequests 1000
 LogLevel notice pdftoken:notice
 GracefulShutdownTimeout 10
-<Directory "@DOCROOT@/prot">
-    PdfTokenProtect On
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-    <FilesMatch "\.php$">
-        SetHandler "@PHP@"
-    </FilesMatch>
-</Directory>
-ProxyPass "/api/" "http://127.0.0.1:@BACKEND@/"
-<Location "/api/">
-    PdfTokenProtect On
-</Location>
-"""
+""" + backends.DYNAMIC_SCOPES
 # The control (--control): the same scope unprotected, so that the PDFs
 # go to wrk whole (200): what httpd and its back ends log under the same
 # load and restarts without the module's discard.
