@@ -153,7 +153,6 @@ struct req_state {
     const char *settled; /* this request: a type that can be no PDF
                           * (type_says), as the fixup saw it */
     const char *scheme;  /* initial request: ap_http_scheme, once asked */
-    int https;           /* initial request: scheme is "https" */
 };
 
 /* What the first bytes of a body without a valid type say. */
@@ -914,15 +913,13 @@ static const char *scheme_of(const preq *pr)
 
     if (!ist->scheme) {
         ist->scheme = ap_http_scheme(pr->r);
-        ist->https = !strcmp(ist->scheme, "https");
     }
     return ist->scheme;
 }
 
 static int is_https(const preq *pr)
 {
-    scheme_of(pr);
-    return pr->ist->https;
+    return !strcmp(scheme_of(pr), "https");
 }
 
 /* <prefix><name>_<eight characters of token's nonce>, into cname (room
@@ -1430,14 +1427,11 @@ static void strip_token(const preq *pr)
         return; /* nearly every request: nothing to strip */
     }
     name = conf_name(pr->conf);
-    if (!r->args) {
-        /* Nothing in the query; maybe in mod_proxy's URL. */
-    }
-    else if (r->args == pr->ir->parsed_uri.query) {
+    if (r->args && r->args == pr->ir->parsed_uri.query) {
         /* The browser's own query, stripped once per initial request. */
         r->args = (char *)kept_query(pr);
     }
-    else if (strstr(r->args, name)) {
+    else if (r->args && strstr(r->args, name)) {
         r->args = query_without_token(r->pool, r->args, strlen(r->args), name);
     }
     if (r->proxyreq && r->filename && !strncmp(r->filename, "proxy:", 6)
@@ -2005,13 +1999,23 @@ static int is_nph_script(const request_rec *r)
     const char *h = r->handler ? r->handler : r->content_type;
     const char *base;
 
+    if (!h || !r->filename) {
+        return 0;
+    }
     /* The handler first: nearly every request is no CGI, and its first
      * letter says so. */
-    if (!h || !r->filename
-        || (IS_LETTER(*h, 'c')
-                ? strcasecmp(h, "cgi-script")
-                : !IS_LETTER(*h, 'a')
-                      || strncasecmp(h, "application/x-httpd-cgi", 23))) {
+    switch (*h | 0x20) {
+    case 'c':
+        if (strcasecmp(h, "cgi-script")) {
+            return 0;
+        }
+        break;
+    case 'a':
+        if (strncasecmp(h, "application/x-httpd-cgi", 23)) {
+            return 0;
+        }
+        break;
+    default:
         return 0;
     }
     base = strrchr(r->filename, '/');
@@ -2139,12 +2143,12 @@ static int pdftoken_fixup(request_rec *r)
         || (!pr.ist->judged && !is_static_pdf(&pr, &by_type))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
+        req_state *st;
+
         strip_token(&pr);
+        st = watch(r, &pr, WATCH_UNJUDGED);
         if (by_type == PDFTOKEN_NOT_PDF) {
-            watch(r, &pr, WATCH_UNJUDGED)->settled = r->content_type;
-        }
-        else {
-            watch(r, &pr, WATCH_UNJUDGED);
+            st->settled = r->content_type;
         }
         return DECLINED;
     }

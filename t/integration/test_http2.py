@@ -80,14 +80,6 @@ KeepAlive On
 LogLevel notice pdftoken:debug http2:info
 LogFormat "%{X-Test-Id}i %H %>s %{PDFTOKEN}e" proto
 CustomLog "@ROOT@/logs/proto.log" proto
-<Directory "@DOCROOT@/prot">
-    PdfTokenProtect On
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-    <FilesMatch "\.php$">
-        SetHandler "@PHP@"
-    </FilesMatch>
-</Directory>
 <Directory "@DOCROOT@/deny">
     PdfTokenProtect On
     PdfTokenFallback deny
@@ -99,11 +91,7 @@ CustomLog "@ROOT@/logs/proto.log" proto
     PdfTokenProtect On
     PdfTokenFragment safe
 </Directory>
-ProxyPass "/api/" "http://127.0.0.1:@BACKEND@/"
-<Location "/api/">
-    PdfTokenProtect On
-</Location>
-"""
+""" + backends.DYNAMIC_SCOPES
 
 PHP_INVOICE = r"""<?php
 header('Content-Type: application/pdf');
