@@ -68,7 +68,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "t" / "integration"))
 
-import harness  # noqa: E402
+import httpd  # noqa: E402
 import pdftoken_ref  # noqa: E402
 from samplepdf import make_pdf  # noqa: E402
 
@@ -475,12 +475,12 @@ class CallgrindRun:
         # The same configuration text with a prefork MPM block: -X then
         # serves every request in one process, one at a time, with no
         # timer thread to add instructions that depend on the wall clock.
-        mpm = harness.MPM
-        harness.MPM = "prefork"
+        mpm = httpd.MPM
+        httpd.MPM = "prefork"
         try:
             text = self.server.base_config() + body + "\n"
         finally:
-            harness.MPM = mpm
+            httpd.MPM = mpm
         self.conf = self.server.root / "httpd-callgrind.conf"
         self.conf.write_text(self.server.substitute(text))
         self.conf.chmod(0o644)
@@ -519,7 +519,7 @@ class CallgrindRun:
             # lingering close around them.
             "--dump-after=ap_process_connection",
             "--callgrind-out-file=%s/callgrind.out" % self.dir,
-            harness.APACHE, "-X", "-f", str(self.conf)]
+            httpd.APACHE, "-X", "-f", str(self.conf)]
         log = open(self.dir / "valgrind.log", "wb")
         proc = subprocess.Popen(self.command, env=self.server.httpd_env(),
                                 stdin=subprocess.DEVNULL, stdout=log,
@@ -664,7 +664,7 @@ def machine():
                     Path("/proc/meminfo").read_text())
     debian = Path("/etc/debian_version")
     libcrypto = re.search(r"libcrypto\S* => (\S+)",
-                          run_text(["ldd", harness.MODULE]))
+                          run_text(["ldd", httpd.MODULE]))
     return [
         ("CPUs (nproc)", run_text(["nproc"])),
         ("CPU", cpu),
@@ -673,9 +673,9 @@ def machine():
         ("kernel", run_text(["uname", "-srm"])),
         ("OS", "Debian %s" % debian.read_text().strip()
          if debian.exists() else "?"),
-        ("httpd", run_text([harness.APACHE, "-v"]).splitlines()[0]),
+        ("httpd", run_text([httpd.APACHE, "-v"]).splitlines()[0]),
         ("MPM", "%s for wrk and memory; prefork `-X` under callgrind"
-         % harness.MPM),
+         % httpd.MPM),
         ("OpenSSL", "%s (module linked to %s)" % (
             run_text(["openssl", "version"]),
             libcrypto.group(1) if libcrypto else "?")),
@@ -760,8 +760,8 @@ def main():
 
     t_start = time.time()
     loads = [loadavg()]
-    harness.module_path()
-    check_module(harness.MODULE)
+    httpd.module_path()
+    check_module(httpd.MODULE)
     for tool in ("wrk", "valgrind", "callgrind_annotate"):
         if not shutil.which(tool):
             raise SystemExit("bench: %s is missing (sh t/deps.sh bench)"
@@ -775,7 +775,7 @@ def main():
         workdir = Path(tempfile.mkdtemp(prefix="pdftoken-bench-",
                                         dir="/tmp"))
     workdir.chmod(0o755)
-    server = harness.Httpd(workdir / "httpd")
+    server = httpd.Httpd(workdir / "httpd")
     failures = []
     rep = Report(args)
     try:
@@ -1201,8 +1201,8 @@ def report(rep, args, sizes, groups, rounds, ir, control, verify_ratio,
     out()
     out("`make bench` runs `%s t/bench/bench.py --out BENCHMARKS.md`. "
         "The server is Debian's `%s` from the integration harness "
-        "(`t/integration/harness.py`), its configuration the harness's "
-        "base plus:" % (os.path.basename(sys.executable), harness.APACHE))
+        "(`t/integration/httpd.py`), its configuration the harness's "
+        "base plus:" % (os.path.basename(sys.executable), httpd.APACHE))
     out()
     out("```apache")
     out(config_body().replace("@DOCROOT@", "htdocs").rstrip())

@@ -48,7 +48,8 @@ from pathlib import Path
 
 import pytest
 
-import harness
+import client
+import httpd
 import pdftoken_ref as ref
 import system
 from checks import (assert_attachment, assert_inline, assert_redirect,
@@ -172,8 +173,8 @@ class Site:
         headers = list(headers)
         if cookies:
             headers.append(("Cookie", "; ".join(cookies)))
-        return harness.http_request(self.port, "GET", target,
-                                    headers=headers, timeout=20)
+        return client.http_request(self.port, "GET", target,
+                                   headers=headers, timeout=20)
 
 
 class Deployment:
@@ -231,7 +232,7 @@ class Deployment:
             if os.path.lexists(SECRET) else None
 
         self.env = stock_env(self.tmp)
-        self.port = harness.free_port()
+        self.port = httpd.free_port()
         site = (SITE.replace("@PORT@", str(self.port))
                 .replace("@TMP@", str(self.tmp))
                 .replace("@TIMEOUT@", str(TIMEOUT)))
@@ -261,7 +262,7 @@ class Deployment:
                                      % (self.proc.returncode, self.logs()))
             if self.generations() >= count:
                 try:
-                    harness.http_request(self.port, "GET", "/", timeout=5)
+                    client.http_request(self.port, "GET", "/", timeout=5)
                     return
                 except OSError:
                     pass
@@ -629,7 +630,7 @@ def test_logs_hold_no_token(deployment):
     text = d.logs()
     for token in ref.SEEN_TOKENS:
         assert token not in text
-    for pattern in harness.FATAL_LOG_PATTERNS:
+    for pattern in httpd.FATAL_LOG_PATTERNS:
         assert pattern not in text, text
 
 

@@ -1,7 +1,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Fixtures for the hostile-request corpus (t/hostile).
 
-The servers come from the integration harness (t/integration/harness.py),
+The servers come from the integration harness (t/integration/httpd.py),
 with the same environment: PDFTOKEN_MODULE, PDFTOKEN_MPM, PDFTOKEN_KEEP_TMP
 and, for sanitizer runs, PDFTOKEN_HTTPD_PRELOAD and
 PDFTOKEN_SANITIZER_LOG_DIR.  When the pool closes, every server is stopped

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import harness
+import client
+import disposition
 import pdftoken_ref as ref
 
 CORPUS = Path(__file__).resolve().parent / "corpus.txt"
@@ -210,7 +211,7 @@ def check_redirect(srv, r, path, query=None):
     parts = urllib.parse.urlsplit(loc)
     assert urllib.parse.unquote_to_bytes(parts.path) == path, \
         "Location path %r is not %r" % (parts.path, path)
-    values = harness.query_values(parts.query, "pdftoken")
+    values = client.query_values(parts.query, "pdftoken")
     assert len(values) == 1, "want one fresh token in %r" % loc
     new = values[0]
     assert ref.TOKEN_RE.match(new), new
@@ -263,7 +264,7 @@ def check_attachment(srv, r, key):
         name += ".pdf"  # SPEC 2: a forced download's name ends in .pdf
     cd = r.get("Content-Disposition")
     assert cd and cd.lower().startswith("attachment"), r
-    assert harness.download_name(cd) == name, cd
+    assert disposition.download_name(cd) == name, cd
 
 
 def check_range(srv, r, key, first, last):

@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 sys.path.insert(0, str(HERE))
 
-import harness  # noqa: E402
+import httpd  # noqa: E402
 import pdftoken_ref as ref  # noqa: E402
 import test_hostile_corpus as corpus  # noqa: E402
 
@@ -62,7 +62,7 @@ def start_under_valgrind(s, vlog, timeout):
            # that leak stacks still name mod_pdftoken.c.
            "--keep-debuginfo=yes", "--num-callers=40",
            "--log-file=%s" % vlog,
-           harness.APACHE, "-X", "-f", str(s.conf)]
+           httpd.APACHE, "-X", "-f", str(s.conf)]
     out = open(s.stderr_log, "ab")
     s.proc = subprocess.Popen(cmd, env=s.httpd_env(), stdin=subprocess.DEVNULL,
                               stdout=out, stderr=out, start_new_session=True,
@@ -197,17 +197,17 @@ def analyse(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--module", default=harness.MODULE)
+    ap.add_argument("--module", default=httpd.MODULE)
     ap.add_argument("--keep", action="store_true",
                     help="keep the server directory")
     ap.add_argument("--timeout", type=int, default=180,
                     help="seconds for start-up and for shutdown")
     args = ap.parse_args()
-    harness.MODULE = args.module
-    harness.MPM = "prefork"     # -X: one process, one thread
+    httpd.MODULE = args.module
+    httpd.MPM = "prefork"     # -X: one process, one thread
 
-    work = harness.make_workdir()
-    s = harness.Httpd(work / "valgrind", modules=["deflate", "filter"])
+    work = httpd.make_workdir()
+    s = httpd.Httpd(work / "valgrind", modules=["deflate", "filter"])
     corpus.prepare(s)
     s.write_pdf("deny/doc.pdf", "deny")
     s.write_pdf("idx/index.pdf", "index")
@@ -253,7 +253,7 @@ def main():
         if args.keep or not ok:
             print("server directory kept: %s" % s.root)
         else:
-            harness.remove_workdir(work)
+            httpd.remove_workdir(work)
     return 0 if ok else 1
 
 

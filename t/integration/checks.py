@@ -11,7 +11,8 @@ import time
 import urllib.parse
 
 import pdftoken_ref
-from harness import parse_content_disposition, parse_set_cookie
+from client import parse_set_cookie
+from disposition import parse_content_disposition
 
 # Characters RFC 3986 allows in a URI (reserved, unreserved, '%').
 URI_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")

@@ -12,26 +12,26 @@ import re
 
 import pytest
 
-import harness
+import httpd
 
 
 def report_header(suite):
-    header = "mod_pdftoken %s: MPM=%s module=%s" % (suite, harness.MPM,
-                                                    harness.MODULE)
-    if harness.HTTPD_PRELOAD:
-        header += " preload=%s" % harness.HTTPD_PRELOAD
+    header = "mod_pdftoken %s: MPM=%s module=%s" % (suite, httpd.MPM,
+                                                    httpd.MODULE)
+    if httpd.HTTPD_PRELOAD:
+        header += " preload=%s" % httpd.HTTPD_PRELOAD
     return header
 
 
 @pytest.fixture(scope="session")
 def workdir():
-    d = harness.make_workdir()
+    d = httpd.make_workdir()
     yield d
-    harness.remove_workdir(d)
+    httpd.remove_workdir(d)
 
 
 def _pool(workdir, name):
-    pool = harness.ServerPool(workdir / name)
+    pool = httpd.ServerPool(workdir / name)
     yield pool
     problems = pool.close()
     assert not problems, "server logs show problems:\n" + "\n".join(problems)

@@ -15,7 +15,7 @@ in test_dynamic.py and test_dynamic_edge.py.
 
 import pytest
 
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_download_name,
                     assert_forced_download, assert_inline, assert_redirect,
@@ -72,7 +72,7 @@ def gen_script(data_path, ctype, extra_headers=()):
 
 @pytest.fixture(scope="module")
 def srv(pool):
-    s = pool.make("cgi", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("cgi", modules=[httpd.cgi_module(), "proxy",
                                   "proxy_http"])
     data = s.write_pdf("data/generated.pdf", "generated", base=s.root)
     dpath = s.root / "data" / "generated.pdf"

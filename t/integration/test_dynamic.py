@@ -27,7 +27,7 @@ import secrets
 import pytest
 
 import backends
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_download_name, assert_inline,
                     assert_redirect, assert_untouched, cache_directives)
@@ -151,7 +151,7 @@ def mark():
 @pytest.fixture(scope="module")
 def env(pool):
     """The server, php-fpm and the HTTP back end, started and stopped here."""
-    s = pool.make("dynamic", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("dynamic", modules=[httpd.cgi_module(), "proxy",
                                       "proxy_http", "proxy_fcgi", "asis"])
     php = backends.PhpFpm(s.root / "fpm")
     back = backends.HttpBackend()

@@ -19,7 +19,7 @@ file covers the headers a real application sends.
 import pytest
 
 import backends
-import harness
+import httpd
 from checks import assert_redirect
 from samplepdf import make_pdf
 
@@ -82,7 +82,7 @@ def php_array(pairs):
 
 @pytest.fixture(scope="module")
 def env(pool):
-    s = pool.make("dynamic-302", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("dynamic-302", modules=[httpd.cgi_module(), "proxy",
                                            "proxy_http", "proxy_fcgi"])
     php = backends.PhpFpm(s.root / "fpm")
     back = backends.HttpBackend()

@@ -23,7 +23,7 @@ import time
 import pytest
 
 import backends
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_download_name,
                     assert_forced_download, assert_inline, assert_redirect,
@@ -172,7 +172,7 @@ def setup_files(s):
 @pytest.fixture(scope="module")
 def srv(pool, backs):
     php, back = backs
-    s = pool.make("edge", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("edge", modules=[httpd.cgi_module(), "proxy",
                                    "proxy_http", "proxy_fcgi", "deflate",
                                    "filter"])
     seen, data = setup_files(s)

@@ -25,7 +25,8 @@ import socket
 import pytest
 
 import backends
-import harness
+import client
+import httpd
 from samplepdf import make_pdf
 
 SCOPE = r"""
@@ -137,7 +138,7 @@ def bare_base_config(s):
 
 @pytest.fixture(scope="module")
 def env(pool, workdir):
-    mods = [harness.cgi_module(), "proxy", "proxy_fcgi", "asis"]
+    mods = [httpd.cgi_module(), "proxy", "proxy_fcgi", "asis"]
     s = pool.make("refusals", modules=mods)
     bare = pool.make("refusals-bare", modules=mods)
     php = backends.PhpFpm(workdir / "test_dynamic_refusals-fpm")
@@ -194,7 +195,7 @@ def comparable(r):
                if n.lower() not in NOT_COMPARED]
     rest = r.rest
     if "chunked" in (r.get("Transfer-Encoding") or "").lower():
-        rest = harness._dechunk(rest)
+        rest = client.dechunk(rest)
     return status_line, headers, rest
 
 
@@ -291,6 +292,6 @@ def test_interim_100_continue_in_protected_scope_goes_on(env):
     s = env["srv"]
     interim, rest = expect_continue(s, "/prot/echo.cgi", b"a=1&b=2")
     assert re.match(rb"HTTP/1\.1 100 ", interim), interim
-    final = harness.Response(b"POST /prot/echo.cgi", rest, "POST")
+    final = client.Response(b"POST /prot/echo.cgi", rest, "POST")
     assert final.status == 200, final
     assert final.body == b"read 7 bytes\n", final

@@ -13,7 +13,7 @@ import pytest
 import pdftoken_ref as ref
 from checks import (URI_CHARS, assert_attachment, assert_inline,
                     assert_redirect)
-from harness import download_name, parse_content_disposition
+from disposition import download_name, parse_content_disposition
 
 DOC = "/prot/doc.pdf"
 CONFIG = r"""

@@ -35,7 +35,8 @@ import time
 import pytest
 
 import backends
-import harness
+import client
+import httpd
 from checks import assert_redirect
 from samplepdf import make_pdf
 
@@ -146,7 +147,7 @@ def write_scripts(s, bodies):
 
 @pytest.fixture(scope="module")
 def env(pool):
-    s = pool.make("firstview", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("firstview", modules=[httpd.cgi_module(), "proxy",
                                         "proxy_http", "proxy_fcgi"])
     bodies = make_bodies()
     write_scripts(s, bodies)
@@ -279,7 +280,7 @@ def first_view(s, target, tid, check):
     try:
         sock.sendall(req)
         head, body = read_complete_response(sock)
-        r = harness.Response(req, head + b"\r\n\r\n" + body, "GET")
+        r = client.Response(req, head + b"\r\n\r\n" + body, "GET")
         check(r)
         rest, ended = b"", True
         try:
@@ -483,7 +484,7 @@ def one_child(pool):
     add_routes(back, make_bodies())
     back.start()
     try:
-        s.configure(ONE_CHILD[harness.MPM]
+        s.configure(ONE_CHILD[httpd.MPM]
                     + PROXY_CONFIG.replace("@BACKEND@", str(back.port)))
         s.start()
         s.back = back

@@ -18,7 +18,7 @@ import pytest
 
 import pdftoken_ref as ref
 from checks import assert_inline, assert_redirect
-from harness import query_values
+from client import query_values
 
 CONFIG = r"""
 <Directory "@DOCROOT@/safe">

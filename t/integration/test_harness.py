@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-import harness
+import client
+import disposition
+import httpd
 import pdftoken_ref as ref
 from samplepdf import make_pdf
 
@@ -61,7 +63,7 @@ def test_reference_secret_trims_trailing_whitespace_only():
      {"filename": "r_sum_.pdf", "filename*": "r\u00e9sum\u00e9.pdf"}),
 ])
 def test_content_disposition_parser(value, dtype, params):
-    assert harness.parse_content_disposition(value) == (dtype, params)
+    assert disposition.parse_content_disposition(value) == (dtype, params)
 
 
 @pytest.mark.parametrize("value", [
@@ -70,11 +72,11 @@ def test_content_disposition_parser(value, dtype, params):
 ])
 def test_content_disposition_parser_refuses_broken_values(value):
     with pytest.raises(AssertionError):
-        harness.parse_content_disposition(value)
+        disposition.parse_content_disposition(value)
 
 
 def test_log_check_catches_a_token_and_a_crash(workdir):
-    s = harness.Httpd(workdir / "logcheck")
+    s = httpd.Httpd(workdir / "logcheck")
     token = ref.mint(b"k" * 32, "/x.pdf", lifetime=5)
     s.error_log.write_text(
         "[%s] [pdftoken:debug] leaked %s\n"
@@ -88,7 +90,7 @@ def test_log_check_catches_a_token_and_a_crash(workdir):
 def test_response_parser_keeps_duplicate_headers():
     raw = (b"HTTP/1.1 302 Found\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
            b"Location: http://h/x#\r\nContent-Length: 2\r\n\r\nok")
-    r = harness.Response(b"GET / HTTP/1.1\r\n\r\n", raw, "GET")
+    r = client.Response(b"GET / HTTP/1.1\r\n\r\n", raw, "GET")
     assert r.status == 302 and r.body == b"ok"
     assert r.get_all("set-cookie") == ["a=1", "b=2"]
     with pytest.raises(AssertionError):

@@ -46,14 +46,15 @@ import uuid
 import pytest
 
 import backends
-import harness
+import h2client
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_inline, assert_redirect,
                     assert_token_cookie, cache_directives)
 from samplepdf import make_pdf
 from test_fragment import NAV, page_parts
 
-MPM = harness.MPM
+MPM = httpd.MPM
 MODES = ["h2", "h2c", "upgrade"]
 
 # The protocol an answer comes over: (MPM, mode, phase that answers).
@@ -124,7 +125,7 @@ KNOWN = re.compile(r"\[proxy_fcgi:error\] .*\(-102\)Unknown error -102: .*"
 def env(pool):
     """Two servers (TLS for h2, cleartext for h2c) sharing one php-fpm and
     one HTTP back end, all on loopback."""
-    mods = ["http2", harness.cgi_module(), "proxy", "proxy_http",
+    mods = ["http2", httpd.cgi_module(), "proxy", "proxy_http",
             "proxy_fcgi"]
     tls = pool.make("h2-tls", tls=True, modules=mods)
     clear = pool.make("h2-clear", modules=mods)
@@ -214,7 +215,7 @@ def fetch(env, mode, method, target, phase="handler", cookies=None,
     as httpd logged it, from EXPECTED."""
     server = env[mode]
     tid = "h2-" + uuid.uuid4().hex[:12]
-    with harness.H2Client(server, mode) as c:
+    with h2client.H2Client(server, mode) as c:
         r = c.request(method, target, headers=[("X-Test-Id", tid)]
                       + list(headers), cookies=cookies,
                       cookie_fields=cookie_fields)
@@ -250,7 +251,7 @@ def phase_of_r1(target):
 
 def h2_session(env, mode):
     """An HTTP/2 connection ready for streams (mode h2 or h2c)."""
-    c = harness.H2Client(env[mode], mode)
+    c = h2client.H2Client(env[mode], mode)
     assert c.protocol == "HTTP/2", c
     return c
 
@@ -577,7 +578,7 @@ def test_upgraded_connection_ends_gracefully_if_at_all(env):
     therefore tested over h2 and h2c.  Under prefork the Upgrade is
     declined and the 302 comes over HTTP/1.1."""
     server = env["upgrade"]
-    c = harness.H2Client(server, "upgrade")
+    c = h2client.H2Client(server, "upgrade")
     try:
         sid = c.send("GET", "/prot/invoice.php?id=1")
         [r] = c.collect([sid])
@@ -671,13 +672,13 @@ def test_curl_sees_the_same_flow(env, mode, target, key):
     protocol curl used as EXPECTED says."""
     server = env[mode]
     want = EXPECTED[(MPM, mode)]
-    r = harness.curl(server, "GET", target, mode)
+    r = h2client.curl(server, "GET", target, mode)
     assert r.protocol == want[phase_of_r1(target)], r
     token, cookie = assert_redirect(server, r, target, secret=server.secret)
-    r2 = harness.curl(server, "GET", r.location_target(), mode,
-                      cookies=[cookie])
+    r2 = h2client.curl(server, "GET", r.location_target(), mode,
+                       cookies=[cookie])
     assert r2.protocol == want["handler"], r2
     assert_inline(r2, env["files"][key])
-    r3 = harness.curl(server, "GET", r.location_target(), mode)
+    r3 = h2client.curl(server, "GET", r.location_target(), mode)
     assert r3.protocol == want["handler"], r3
     assert_attachment(r3, env["files"][key])

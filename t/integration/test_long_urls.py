@@ -21,7 +21,7 @@ import secrets
 import pytest
 
 import backends
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_download_name, assert_inline,
                     assert_redirect)
@@ -76,7 +76,7 @@ TOKEN_PARAM = len("&pdftoken=") + ref.TOKEN_LEN
 
 @pytest.fixture(scope="module")
 def env(pool):
-    s = pool.make("long-urls", modules=[harness.cgi_module(), "proxy",
+    s = pool.make("long-urls", modules=[httpd.cgi_module(), "proxy",
                                          "proxy_http"])
     back = backends.HttpBackend()
     s.files = {"static": make_pdf("long static", pages=2),

@@ -45,7 +45,7 @@ import time
 
 import pytest
 
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_inline, assert_redirect,
                     cache_directives)
@@ -201,7 +201,7 @@ def _owned_by_www_data(path):
 def srv(pool, request):
     v = request.param
     modules = ["unique_id", "security2", "deflate", "filter", "cache",
-               "cache_" + v.provider, harness.cgi_module()]
+               "cache_" + v.provider, httpd.cgi_module()]
     if v.provider == "socache":
         modules.append("socache_shmcb")
     s = pool.make("nb-" + v.name, modules=modules, tls=v.tls)

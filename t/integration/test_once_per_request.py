@@ -23,7 +23,7 @@ error statuses in test_dynamic_edge.py.
 
 import pytest
 
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import (assert_attachment, assert_forced_download,
                     assert_inline, assert_redirect)
@@ -76,7 +76,7 @@ ADDED = ("Link", "Cache-Control", "Referrer-Policy", "Location",
 
 @pytest.fixture(scope="module")
 def srv(pool):
-    s = pool.make("once", modules=["rewrite", harness.cgi_module()])
+    s = pool.make("once", modules=["rewrite", httpd.cgi_module()])
     f = s.files = {}
     f["a"] = s.write_pdf("rw/a.pdf", "rewritten to")
     f["deny"] = s.write_pdf("deny/a.pdf", "deny")

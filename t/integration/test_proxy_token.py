@@ -23,7 +23,7 @@ import secrets
 import pytest
 
 import backends
-import harness
+import h2client
 from checks import assert_attachment, assert_inline, assert_redirect
 from samplepdf import make_pdf
 
@@ -106,7 +106,7 @@ def request(s, proto, target, cookies=None, headers=()):
     tid = "px-" + secrets.token_hex(6)
     headers = [("X-Test-Id", tid)] + list(headers)
     if proto == "h2c":
-        with harness.H2Client(s, "h2c") as c:
+        with h2client.H2Client(s, "h2c") as c:
             r = c.request("GET", target, headers=headers, cookies=cookies)
         assert r.protocol == "HTTP/2", r
     else:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-import harness
+import httpd
 import pdftoken_ref as ref
 from checks import assert_inline, assert_redirect
 
@@ -157,7 +157,7 @@ def test_random_secret_is_not_a_known_one(random_secret_server):
 # (close_worker_sockets -> apr_os_sock_get, no module frame; about once in
 # 150 restarts here), and the suite's log check would count that httpd bug
 # against this test.
-RESTARTS = ["graceful"] + (["hard"] if harness.MPM == "prefork" else [])
+RESTARTS = ["graceful"] + (["hard"] if httpd.MPM == "prefork" else [])
 
 
 @pytest.mark.parametrize("kind", RESTARTS)

@@ -54,7 +54,8 @@ import zlib
 import pytest
 
 import backends
-import harness
+import client
+import httpd
 from checks import assert_redirect
 
 SCOPES = ("prot", "open")  # same length: see the module docstring
@@ -333,7 +334,7 @@ def add_backend_routes(back):
 @pytest.fixture(scope="module")
 def srv(pool):
     s = pool.make("untouched", modules=[
-        harness.cgi_module(), "proxy", "proxy_http", "proxy_fcgi",
+        httpd.cgi_module(), "proxy", "proxy_http", "proxy_fcgi",
         "autoindex", "include", "asis", "filter", "deflate", "expires",
         "cache", "cache_disk"])
     php = backends.PhpFpm(s.root / "fpm")
@@ -641,7 +642,7 @@ def send(srv, case, method, scope, extra=()):
             if waited is None and b"\r\n\r\n" in data:
                 (srv.root / "go" / go).touch()
                 waited = time.monotonic() - start
-    r = harness.Response(head, data, method)
+    r = client.Response(head, data, method)
     assert waited is not None and waited < 5 \
         and b"never released" not in r.body, \
         "%s %s: the head came only after the script ended (held back " \

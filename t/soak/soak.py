@@ -64,7 +64,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "t" / "integration"))
 
 import backends  # noqa: E402
-import harness  # noqa: E402
+import client  # noqa: E402
+import httpd  # noqa: E402
 import pdftoken_ref as ref  # noqa: E402
 from samplepdf import make_pdf  # noqa: E402
 
@@ -182,8 +183,8 @@ class Prober(threading.Thread):
         while not self.stop.is_set():
             t = time.time()
             try:
-                r = harness.http_request(self.port, "GET", "/pub/page.html",
-                                         timeout=5)
+                r = client.http_request(self.port, "GET", "/pub/page.html",
+                                        timeout=5)
                 fail = None if r.status == 200 else "status %d" % r.status
             except Exception as e:   # any failure is what we count
                 fail = "%s: %s" % (type(e).__name__, e)
@@ -206,7 +207,7 @@ class Restarter(threading.Thread):
 
     def mint_one(self):
         doc = DOCS[len(self.tokens) % len(DOCS)]
-        r = harness.http_request(self.s.port, "GET", doc, timeout=10)
+        r = client.http_request(self.s.port, "GET", doc, timeout=10)
         assert r.status == 302, r
         token = r.location_token()
         cookie = ref.cookie_pair(token)
@@ -237,7 +238,7 @@ class Restarter(threading.Thread):
                     time.sleep(0.05)
                 self.windows.append((t_sig, time.time()))
                 for i, (doc, token, cookie) in enumerate(self.tokens):
-                    r = harness.http_request(
+                    r = client.http_request(
                         self.s.port, "GET", doc + "?pdftoken=" + token,
                         headers=[("Cookie", cookie)], timeout=10)
                     ok = (r.status == 200
@@ -267,9 +268,9 @@ def graceful_stop(s):
 
 
 def soak(mpm, args, workdir, restarts=True):
-    harness.MPM = mpm
-    s = harness.Httpd(workdir / ("%s-%s" % (mpm, "restarts" if restarts
-                                           else "control")))
+    httpd.MPM = mpm
+    s = httpd.Httpd(workdir / ("%s-%s" % (mpm, "restarts" if restarts
+                                         else "control")))
     for doc in DOCS:
         s.write_pdf(doc.lstrip("/"), doc, pages=8)
     s.write("pub/page.html", "<p>soak</p>\n")
@@ -562,11 +563,11 @@ class FvRestarter(threading.Thread):
 
 
 def soak_first_views(mpm, args, workdir, protect=True):
-    harness.MPM = mpm
-    s = harness.Httpd(workdir / ("%s-first-views%s" % (
+    httpd.MPM = mpm
+    s = httpd.Httpd(workdir / ("%s-first-views%s" % (
         mpm, "" if protect else "-control")),
-                      modules=[harness.cgi_module(), "proxy", "proxy_http",
-                               "proxy_fcgi"])
+                    modules=[httpd.cgi_module(), "proxy", "proxy_http",
+                             "proxy_fcgi"])
     bodies = {name: make_pdf("soak first view " + name, pages=1,
                              padding=size)
               for name, size in FV_SIZES.items()}
@@ -684,9 +685,9 @@ def fv_run(s, back, args, protect):
     for kind in FV_KINDS:
         t = time.time()
         try:
-            r = harness.http_request(s.port, "GET", fv_path(kind),
-                                     headers=[("X-Test-Id", kind)],
-                                     timeout=15)
+            r = client.http_request(s.port, "GET", fv_path(kind),
+                                    headers=[("X-Test-Id", kind)],
+                                    timeout=15)
             warm[kind] = r.status
         except Exception as e:  # any failure is what we report
             warm[kind] = "%s after %.1f s" % (type(e).__name__,
@@ -822,7 +823,7 @@ def fv_report(r):
 
 
 def main_first_views(args, outdir):
-    workdir = harness.make_workdir()
+    workdir = httpd.make_workdir()
     results = []
     try:
         runs = [(mpm, True) for mpm in args.mpm or ["event", "prefork"]]
@@ -841,7 +842,7 @@ def main_first_views(args, outdir):
             results.append(r)
             print(fv_report(r), flush=True)
     finally:
-        harness.remove_workdir(workdir)
+        httpd.remove_workdir(workdir)
     # The controls only show what httpd logs without the module.
     return 1 if any(not fv_verdict(r)[0] for r in results
                     if r["protect"]) else 0
@@ -849,7 +850,7 @@ def main_first_views(args, outdir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--module", default=harness.MODULE)
+    ap.add_argument("--module", default=httpd.MODULE)
     ap.add_argument("--mpm", action="append", choices=("event", "prefork"))
     ap.add_argument("--seconds", type=int,
                     help="default 60 (--first-views: 30)")
@@ -873,14 +874,14 @@ def main():
                            defaults):
         if getattr(args, name) is None:
             setattr(args, name, value)
-    harness.MODULE = args.module
-    harness.module_path()
+    httpd.MODULE = args.module
+    httpd.module_path()
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     if args.first_views:
         return main_first_views(args, outdir)
 
-    workdir = harness.make_workdir()
+    workdir = httpd.make_workdir()
     results = []
     try:
         runs = [(mpm, True) for mpm in args.mpm or ["event", "prefork"]]
@@ -899,7 +900,7 @@ def main():
             print("soak: %s %s" % (r["label"], "OK" if ok else "FAILED"),
                   flush=True)
     finally:
-        harness.remove_workdir(workdir)
+        httpd.remove_workdir(workdir)
     print()
     print(markdown(results))
     bad = [r["label"] for r in results if not verdict(r)[0]]

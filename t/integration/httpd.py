@@ -1,0 +1,535 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Run a real Apache httpd with mod_pdftoken for the tests.
+
+Httpd writes a self-contained configuration (never /etc/apache2) into its
+own directory, starts Debian's /usr/sbin/apache2 in the foreground on a
+free 127.0.0.1 port, and stops it gracefully (SIGWINCH).  ServerPool makes
+servers under one directory and stops them together; make_workdir() gives
+each test process a directory of its own.
+
+Configuration bodies use @NAME@ placeholders instead of str.format braces,
+because httpd configuration is full of % and {}:
+
+    @ROOT@     the server's directory        @DOCROOT@  @ROOT@/htdocs
+    @PORT@     the listening port            @MODULE@   mod_pdftoken.so
+    @SECRET@   @ROOT@/secret (random, made at construction)
+"""
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pdftoken_ref
+from client import http_request, raw_request, to_bytes
+from samplepdf import make_pdf
+
+APACHE = "/usr/sbin/apache2"
+MODULES_DIR = "/usr/lib/apache2/modules"
+REPO = Path(__file__).resolve().parents[2]
+MODULE = os.environ.get("PDFTOKEN_MODULE",
+                        str(REPO / ".libs" / "mod_pdftoken.so"))
+MPM = os.environ.get("PDFTOKEN_MPM", "event")
+
+# Sanitizer runs (make test-asan).  An instrumented module in Debian's
+# uninstrumented apache2 needs the sanitizer runtime loaded first, so
+# PDFTOKEN_HTTPD_PRELOAD goes into LD_PRELOAD of every apache2 the harness
+# runs.  The runtimes then write their reports into <server>/sanitizer/,
+# which must be empty when the server stops; PDFTOKEN_SANITIZER_LOG_DIR,
+# when set, also keeps a copy of every report (the server trees are
+# removed after the run).
+HTTPD_PRELOAD = os.environ.get("PDFTOKEN_HTTPD_PRELOAD", "")
+SANITIZER_LOG_DIR = os.environ.get("PDFTOKEN_SANITIZER_LOG_DIR", "")
+
+# Error-log lines that mean a child died or memory was corrupted.
+FATAL_LOG_PATTERNS = ("exit signal", "AH00052", "AH00060",
+                      "Segmentation fault", "double free", "corrupted",
+                      "stack smashing", "AddressSanitizer",
+                      "runtime error:")
+
+# Modules every server loads (names without the mod_ prefix).
+BASE_MODULES = ("authz_core", "mime", "dir", "alias", "headers", "env",
+                "setenvif")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def module_path():
+    if not os.path.exists(MODULE):
+        raise AssertionError(
+            "mod_pdftoken is not built: %s does not exist (run make, or set "
+            "PDFTOKEN_MODULE)" % MODULE)
+    return MODULE
+
+
+def cgi_module():
+    """mod_cgid under the threaded event MPM, mod_cgi under prefork."""
+    return "cgi" if MPM == "prefork" else "cgid"
+
+
+def mpm_block():
+    if MPM == "prefork":
+        return ("LoadModule mpm_prefork_module %s/mod_mpm_prefork.so\n"
+                "StartServers 3\nMinSpareServers 2\nMaxSpareServers 6\n"
+                "MaxRequestWorkers 30\n" % MODULES_DIR)
+    if MPM == "event":
+        return ("LoadModule mpm_event_module %s/mod_mpm_event.so\n"
+                "StartServers 2\nServerLimit 4\nThreadsPerChild 10\n"
+                "MaxRequestWorkers 40\nMinSpareThreads 5\n"
+                "MaxSpareThreads 30\n" % MODULES_DIR)
+    raise AssertionError("PDFTOKEN_MPM must be event or prefork, not %r"
+                         % MPM)
+
+
+class Httpd:
+    """One Apache httpd instance with its own directory tree."""
+
+    def __init__(self, root, tls=False, modules=(), secret_directive=True):
+        self.root = Path(root)
+        self.docroot = self.root / "htdocs"
+        self.tls = tls
+        self.scheme = "https" if tls else "http"
+        self.port = free_port()
+        self.extra_modules = list(modules)
+        self.secret_directive = secret_directive
+        self.proc = None
+        self.conf = self.root / "httpd.conf"
+        self.error_log = self.root / "logs" / "error.log"
+        self.access_log = self.root / "logs" / "access.log"
+        self.stderr_log = self.root / "logs" / "stderr.log"
+        self.sanitizer_dir = self.root / "sanitizer"
+        for d in (self.root, self.docroot, self.root / "logs",
+                  self.root / "run"):
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)
+        self.secret_path = self.root / "secret"
+        self.write_secret(self.secret_path, secrets.token_hex(32) + "\n")
+        self.body = ""
+        self.base_used = True
+        if tls:
+            self._make_certificate()
+
+    # -- files
+
+    def write(self, rel, data, mode=0o644, base=None):
+        """Write a file below the docroot (or `base`), dirs made 0755."""
+        base = Path(base) if base else self.docroot
+        path = base / rel
+        self._mkdirs(path.parent)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path.write_bytes(data)
+        path.chmod(mode)
+        return path
+
+    def write_pdf(self, rel, label=None, pages=3, base=None):
+        data = make_pdf(label or str(rel), pages=pages)
+        self.write(rel, data, base=base)
+        return data
+
+    def _mkdirs(self, d):
+        d = Path(d)
+        missing = []
+        while not d.exists():
+            missing.append(d)
+            d = d.parent
+        for m in reversed(missing):
+            m.mkdir()
+            m.chmod(0o755)
+
+    def write_secret(self, path, content):
+        path = Path(path)
+        self._mkdirs(path.parent)
+        path.write_bytes(to_bytes(content) if isinstance(content, str)
+                         else content)
+        path.chmod(0o644)
+        return path
+
+    @property
+    def secret(self):
+        return pdftoken_ref.read_secret(self.secret_path)
+
+    def _make_certificate(self):
+        self.cert = self.root / "cert.pem"
+        self.key = self.root / "key.pem"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+             "-keyout", str(self.key), "-out", str(self.cert),
+             "-days", "2", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1"],
+            check=True, capture_output=True)
+        self.key.chmod(0o600)
+
+    # -- configuration
+
+    def substitute(self, text):
+        return (text.replace("@DOCROOT@", str(self.docroot))
+                .replace("@ROOT@", str(self.root))
+                .replace("@PORT@", str(self.port))
+                .replace("@MODULE@", MODULE)
+                .replace("@SECRET@", str(self.secret_path)))
+
+    def base_config(self):
+        mods = list(BASE_MODULES) + [m for m in self.extra_modules
+                                     if m not in BASE_MODULES]
+        if self.tls:
+            mods += [m for m in ("socache_shmcb", "ssl") if m not in mods]
+        lines = [
+            'ServerRoot "@ROOT@"',
+            'DefaultRuntimeDir "@ROOT@/run"',
+            'PidFile "@ROOT@/run/httpd.pid"',
+            'Mutex file:@ROOT@/run default',
+            'Listen 127.0.0.1:@PORT@' + (" https" if self.tls else ""),
+            'ServerName 127.0.0.1:@PORT@',
+            'ErrorLog "@ROOT@/logs/error.log"',
+            'LogFormat "%{X-Test-Id}i %>s %{PDFTOKEN}e" pdftoken',
+            'CustomLog "@ROOT@/logs/access.log" pdftoken',
+            'Timeout 30',
+            'KeepAlive Off',
+            mpm_block(),
+        ]
+        # Servers stop gracefully (see stop()): bounded, like the SIGTERM
+        # it replaces.
+        lines.append("GracefulShutdownTimeout 10")
+        if os.geteuid() == 0:
+            lines += ["User www-data", "Group www-data"]
+        for m in mods:
+            lines.append("LoadModule %s_module %s/mod_%s.so"
+                         % (m, MODULES_DIR, m))
+        if "cgid" in mods:
+            lines.append('ScriptSock "@ROOT@/run/cgid.sock"')
+        lines += [
+            "LoadModule pdftoken_module @MODULE@",
+            # pdftoken:debug: the module says why at info/debug, and its
+            # messages must still never carry a token.  (After LoadModule:
+            # a per-module level needs the module loaded.)
+            "LogLevel notice pdftoken:debug",
+            "TypesConfig /etc/mime.types",
+            "AddType application/pdf .pdf",
+            "AddType text/html .html",
+            "AddType text/plain .txt",
+            'DocumentRoot "@DOCROOT@"',
+            "<Directory />",
+            "    AllowOverride None",
+            "    Require all denied",
+            "</Directory>",
+            '<Directory "@ROOT@">',
+            "    Options FollowSymLinks",
+            "    AllowOverride None",
+            "    Require all granted",
+            "</Directory>",
+        ]
+        if self.tls:
+            lines += ["SSLEngine on",
+                      'SSLCertificateFile "%s"' % self.cert,
+                      'SSLCertificateKeyFile "%s"' % self.key,
+                      'SSLSessionCache "shmcb:@ROOT@/run/ssl_scache(512000)"']
+        if self.secret_directive:
+            lines.append('PdfTokenSecretFile "@SECRET@"')
+        return "\n".join(lines) + "\n"
+
+    def configure(self, body="", base=True):
+        """Write httpd.conf: the base configuration, then `body`."""
+        self.body = body
+        self.base_used = base
+        text = (self.base_config() if base else "") + body + "\n"
+        self.conf.write_text(self.substitute(text))
+        self.conf.chmod(0o644)
+        return self.conf
+
+    def configtest(self):
+        """Run `apache2 -t`; return (exit status, stdout + stderr)."""
+        p = subprocess.run([APACHE, "-t", "-f", str(self.conf)],
+                           capture_output=True, timeout=60,
+                           env=self.httpd_env())
+        return p.returncode, (p.stdout + p.stderr).decode("latin-1")
+
+    # -- process
+
+    def httpd_env(self):
+        """The environment apache2 runs in: ours, plus the sanitizer
+        runtime and its options when PDFTOKEN_HTTPD_PRELOAD is set."""
+        env = dict(os.environ)
+        if not HTTPD_PRELOAD:
+            return env
+        # The children run as www-data: the report directory must be
+        # writable by them.
+        self._mkdirs(self.sanitizer_dir)
+        self.sanitizer_dir.chmod(0o777)
+        env["LD_PRELOAD"] = " ".join(
+            p for p in (HTTPD_PRELOAD, env.get("LD_PRELOAD", "")) if p)
+        # Defaults first, so that the caller's options override them; the
+        # log path last, so that every report lands where it is checked.
+        # httpd's own SIGSEGV handler would hide ASan's report (and its
+        # stack) behind a bare "exit signal Segmentation fault".
+        env["ASAN_OPTIONS"] = ":".join(
+            p for p in ("detect_leaks=0:abort_on_error=0:"
+                        "allow_user_segv_handler=0",
+                        env.get("ASAN_OPTIONS", ""),
+                        "log_path=%s/asan" % self.sanitizer_dir) if p)
+        # gcc's libubsan may still print to stderr (logs/stderr.log),
+        # where "runtime error:" is one of the fatal patterns.
+        env["UBSAN_OPTIONS"] = ":".join(
+            p for p in ("print_stacktrace=1:halt_on_error=1",
+                        env.get("UBSAN_OPTIONS", ""),
+                        "log_path=%s/ubsan" % self.sanitizer_dir) if p)
+        return env
+
+    def sanitizer_reports(self):
+        """[(file name, text)] of every ASan/UBSan report of this server."""
+        if not self.sanitizer_dir.is_dir():
+            return []
+        reports = []
+        for f in sorted(self.sanitizer_dir.iterdir()):
+            text = f.read_bytes().decode("latin-1")
+            reports.append((f.name, text))
+            if SANITIZER_LOG_DIR:
+                keep = Path(SANITIZER_LOG_DIR)
+                keep.mkdir(parents=True, exist_ok=True)
+                (keep / ("%s-%s" % (self.root.name, f.name))).write_text(
+                    text, "latin-1")
+        return reports
+
+    def start(self, expect_failure=False, timeout=30):
+        module_path()
+        if not self.conf.exists():
+            self.configure()
+        self._starts = self._count_starts()
+        stderr = open(self.stderr_log, "ab")
+        self.proc = subprocess.Popen(
+            [APACHE, "-f", str(self.conf), "-DFOREGROUND"],
+            env=self.httpd_env(),
+            stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+            start_new_session=True, cwd=str(self.root))
+        stderr.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self.proc = None
+                if expect_failure:
+                    return rc
+                raise AssertionError(
+                    "httpd exited with status %d at start-up:\n%s"
+                    % (rc, self.logs_text()))
+            if self._count_starts() > self._starts and self._answers() \
+                    and self._cgid_ready():
+                if expect_failure:
+                    raise AssertionError("httpd started although it "
+                                         "should have refused to")
+                return 0
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError("httpd did not come up in %ds:\n%s"
+                             % (timeout, self.logs_text()))
+
+    def _cgid_ready(self):
+        # mod_cgid's daemon makes its socket (ScriptSock, with the
+        # parent's pid appended) after the server already answers; a CGI
+        # request before that gets a 503 on a loaded machine.
+        if not self.base_used or "cgid" not in self.extra_modules \
+                or "ScriptSock" in self.body:
+            return True
+        return any(p.name.startswith("cgid.sock.")
+                   for p in (self.root / "run").iterdir())
+
+    def _answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port),
+                                          timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def _count_starts(self):
+        # AH00489/AH00094: "... configured -- resuming normal operations"
+        return self.error_text().count("resuming normal operations")
+
+    def restart(self, graceful=False, timeout=30):
+        """SIGHUP (or SIGUSR1) the parent and wait for it to come back."""
+        assert self.proc is not None
+        before = self._count_starts()
+        self.proc.send_signal(signal.SIGUSR1 if graceful else signal.SIGHUP)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.proc.poll() is None, \
+                "httpd died on restart:\n" + self.logs_text()
+            if self._count_starts() > before and self._answers():
+                time.sleep(0.3)
+                return
+            time.sleep(0.05)
+        raise AssertionError("httpd did not restart:\n" + self.logs_text())
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            # Stop gracefully: on SIGTERM the event MPM's children close
+            # their workers' sockets from the main thread
+            # (close_worker_sockets), a race inside httpd that crashes a
+            # child about once in 200 stops, with or without this module,
+            # and the crash check would fail the test.
+            proc.send_signal(signal.SIGWINCH)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+                raise AssertionError("httpd did not stop within 30s")
+
+    # -- logs
+
+    def error_text(self):
+        try:
+            return self.error_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            return ""
+
+    def logs_text(self):
+        out = self.error_text()
+        try:
+            out += self.stderr_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            pass
+        return out[-6000:]
+
+    def log_problems(self):
+        """What is wrong with this server's error log (empty list if ok)."""
+        text = self.error_text()
+        try:
+            text += self.stderr_log.read_bytes().decode("latin-1")
+        except FileNotFoundError:
+            pass
+        problems = []
+        for pattern in FATAL_LOG_PATTERNS:
+            for line in text.splitlines():
+                if pattern in line:
+                    problems.append("%s: %s" % (pattern, line))
+        for name, report in self.sanitizer_reports():
+            problems.append("sanitizer report %s:\n%s" % (name,
+                                                          report[:6000]))
+        for token in sorted(pdftoken_ref.SEEN_TOKENS):
+            if token in text:
+                problems.append("issued/minted token %s... appears in the "
+                                "error log" % token[:12])
+        return problems
+
+    def error_log_size(self):
+        try:
+            return self.error_log.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def error_log_since(self, offset, settle=0.2):
+        time.sleep(settle)
+        with open(self.error_log, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("latin-1")
+
+    def access_log_entry(self, test_id, timeout=5):
+        """(status, PDFTOKEN) logged for the request with X-Test-Id."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                lines = self.access_log.read_text("latin-1").splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines:
+                fields = line.split(" ")
+                if fields[0] == test_id:
+                    return fields[1], fields[2]
+            time.sleep(0.05)
+        raise AssertionError("no access log line for %s" % test_id)
+
+    # -- requests
+
+    def url(self, target):
+        return "%s://127.0.0.1:%d%s" % (self.scheme, self.port, target)
+
+    def request(self, method, target, headers=(), cookies=None, body=b"",
+                host=None, **kw):
+        headers = list(headers)
+        if cookies:
+            headers.append(("Cookie", "; ".join(cookies)))
+        return http_request(self.port, method, target, headers=headers,
+                            body=body, host=host, tls=self.tls,
+                            cafile=self.cert if self.tls else None, **kw)
+
+    def get(self, target, **kw):
+        return self.request("GET", target, **kw)
+
+    def raw(self, data):
+        return raw_request(self.port, data, tls=self.tls,
+                           cafile=self.cert if self.tls else None)
+
+    def head(self, target, **kw):
+        return self.request("HEAD", target, **kw)
+
+    def first_visit(self, target, name="pdftoken", **kw):
+        """GET without a token: returns (response, token, cookie pair)."""
+        r = self.get(target, **kw)
+        assert r.status == 302, r
+        token = r.location_token(name)
+        cookie = None
+        prefix = "%s_" % name
+        for cname, cval, _ in r.set_cookies():
+            if cname.startswith(prefix) and cval == token:
+                cookie = "%s=%s" % (cname, cval)
+        assert cookie, "no cookie for the token in %r" % r
+        return r, token, cookie
+
+    def view(self, target, name="pdftoken", **kw):
+        """A browser's whole visit: redirect, then follow with the cookie."""
+        r, token, cookie = self.first_visit(target, name=name, **kw)
+        return self.get(r.location_target(), cookies=[cookie], **kw)
+
+
+class ServerPool:
+    """Makes Httpd instances under one directory and stops them all."""
+
+    def __init__(self, base):
+        self.base = Path(base)
+        self.servers = []
+
+    def make(self, name="httpd", **kw):
+        root = self.base / ("%s-%d" % (name, len(self.servers)))
+        server = Httpd(root, **kw)
+        self.servers.append(server)
+        return server
+
+    def close(self):
+        problems = []
+        for s in self.servers:
+            try:
+                s.stop()
+            except AssertionError as e:
+                problems.append("%s: %s" % (s.root, e))
+            problems += ["%s: %s" % (s.root.name, p) for p in s.log_problems()]
+        self.servers = []
+        return problems
+
+
+def make_workdir():
+    """A directory under /tmp that the www-data children can read."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="pdftoken-it-", dir="/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+def remove_workdir(d):
+    if os.environ.get("PDFTOKEN_KEEP_TMP"):
+        return
+    shutil.rmtree(d, ignore_errors=True)
