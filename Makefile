@@ -189,18 +189,27 @@ bench: bench-deps $(MODULE) $(BUILD)/bench_token
 bench-smoke: bench-deps $(MODULE) $(BUILD)/bench_token
 	$(PYTHON) t/bench/bench.py --smoke
 
+# pytest-xdist: JOBS workers, each with its own servers, ports and
+# directory; --dist loadfile keeps a test file on one worker, so that its
+# module-scoped servers are made once.  The suites mostly wait on httpd,
+# so on a 2-core machine 4 workers beat 2 (-n auto), idle and with two
+# CPU hogs running (figures in the commit that set this).
+JOBS ?= 4
+PYTEST_PARALLEL = $(PYTHON) -m pytest -q -p no:cacheprovider -n $(JOBS) \
+    --dist loadfile
+
 # The whole integration suite, once per MPM.
 integration: deps $(MODULE)
-	PDFTOKEN_MPM=event $(PYTHON) -m pytest -q -p no:cacheprovider t/integration
-	PDFTOKEN_MPM=prefork $(PYTHON) -m pytest -q -p no:cacheprovider t/integration
+	PDFTOKEN_MPM=event $(PYTEST_PARALLEL) t/integration
+	PDFTOKEN_MPM=prefork $(PYTEST_PARALLEL) t/integration
 
 .PHONY: hostile asan-module test-asan test-valgrind soak
 
 # The hostile-request corpus (t/hostile/corpus.txt), over raw sockets to a
 # real httpd, once per MPM.
 hostile: deps $(MODULE)
-	PDFTOKEN_MPM=event $(PYTHON) -m pytest -q -p no:cacheprovider t/hostile
-	PDFTOKEN_MPM=prefork $(PYTHON) -m pytest -q -p no:cacheprovider t/hostile
+	PDFTOKEN_MPM=event $(PYTEST_PARALLEL) t/hostile
+	PDFTOKEN_MPM=prefork $(PYTEST_PARALLEL) t/hostile
 
 # The module under ASan and UBSan, for Debian's uninstrumented apache2.
 # gcc, because its sanitizer runtimes are shared libraries: the module
@@ -236,8 +245,8 @@ ASAN_MPMS ?= event prefork
 test-asan: deps $(ASAN_MODULE)
 	rm -rf $(BUILD)/sanitizer
 	for mpm in $(ASAN_MPMS); do \
-	    $(SAN_ENV) PDFTOKEN_MPM=$$mpm $(PYTHON) -m pytest -q \
-	        -p no:cacheprovider t/integration t/hostile || exit 1; \
+	    $(SAN_ENV) PDFTOKEN_MPM=$$mpm $(PYTEST_PARALLEL) \
+	        t/integration t/hostile || exit 1; \
 	done
 
 # One httpd (-X) under valgrind --leak-check=full, a request mix (R1 to R5

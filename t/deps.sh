@@ -12,7 +12,8 @@ pkgs_fuzz="clang libclang-rt-dev"
 # libapache2-mod-security2 and modsecurity-crs: test_neighbours.py runs the
 # module beside ModSecurity and the OWASP CRS in its own server (installing
 # them enables security2 in the system apache2, which the tests never use).
-pkgs_integration="apache2 apache2-dev python3 python3-pytest python3-h2 curl openssl php8.2-fpm
+pkgs_integration="apache2 apache2-dev python3 python3-pytest python3-pytest-xdist python3-h2 curl
+ openssl php8.2-fpm
  libapache2-mod-security2 modsecurity-crs"
 pkgs_bench="wrk valgrind"
 pkgs_lint="clang-format cppcheck"

@@ -352,7 +352,7 @@ def run_entry(srv, entry):
     # The server survives, and still does its job.
     assert srv.alive(), srv.logs_text()
     check_inline(srv, srv.view(DOC), "doc")
-    crashes = crash_lines(srv.error_log_since(offset, settle=0.05))
+    crashes = crash_lines(srv.error_log_since(offset))
     assert not crashes, "\n".join(crashes)
     # Under make test-asan: a report names the entry that caused it.
     reports = srv.sanitizer_reports()

@@ -296,13 +296,15 @@ def add_report_routes(backend, pdf):
                       gets a 304
     /reports/err500   500 with a PDF body
     /reports/json     application/json
-    /reports/slow     application/pdf of about 6 MiB, trickled 64 KiB
-                      every 30 ms (3 s); backend.slow_done is set when
-                      it stops, and backend.slow_aborted when the peer
-                      stopped reading
+    /reports/slow     application/pdf of about 6.5 MiB: the first 4 KiB,
+                      then the rest in 64 KiB writes once
+                      backend.slow_release is set (at most 60 s later);
+                      backend.slow_done is set when it stops, and
+                      backend.slow_aborted when the peer stopped reading
     """
     backend.slow_done = threading.Event()
     backend.slow_aborted = threading.Event()
+    backend.slow_release = threading.Event()
     pdf_type = [("Content-Type", "application/pdf")]
 
     @backend.route("/reports/7")
@@ -349,7 +351,8 @@ def add_report_routes(backend, pdf):
         for piece in (pdf[:2], pdf[2:]):
             h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             h.wfile.flush()
-            time.sleep(0.1)
+            if piece == pdf[:2]:
+                time.sleep(0.1)
         h.wfile.write(b"0\r\n\r\n")
 
     @backend.route("/reports/gzipped")
@@ -394,10 +397,10 @@ def add_report_routes(backend, pdf):
                 return
             h.wfile.write(pdf[:4096].ljust(4096, b"\n"))
             h.wfile.flush()
+            backend.slow_release.wait(60)
             for _ in range(100):
                 h.wfile.write(filler)
                 h.wfile.flush()
-                time.sleep(0.03)
         except OSError:
             backend.slow_aborted.set()
         finally:

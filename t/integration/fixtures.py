@@ -4,8 +4,10 @@
 Each test module builds its servers with the module-scoped `pool` (one
 server per module where possible, to keep the run fast); tests that need a
 server of their own use the function-scoped `fresh_pool`.  When a pool
-closes, every server is stopped and its logs must show no crashed child,
-no sanitizer report and none of the tokens the tests saw or minted.
+closes, every server is told to stop and its logs must show no crashed
+child, no sanitizer report and none of the tokens the tests saw or minted;
+at the end of the session (of each pytest-xdist worker) every server has
+stopped and what it logged while stopping is checked the same way.
 """
 
 import re
@@ -27,13 +29,17 @@ def report_header(suite):
 def workdir():
     d = httpd.make_workdir()
     yield d
+    # The pools only began their servers' stops: wait for them here, once
+    # for the whole run, and check what they logged while stopping.
+    problems = httpd.finish_stops()
     httpd.remove_workdir(d)
+    assert not problems, "server logs show problems:\n" + "\n".join(problems)
 
 
 def _pool(workdir, name):
     pool = httpd.ServerPool(workdir / name)
     yield pool
-    problems = pool.close()
+    problems = pool.close(wait=False)
     assert not problems, "server logs show problems:\n" + "\n".join(problems)
 
 

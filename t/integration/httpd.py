@@ -57,9 +57,24 @@ BASE_MODULES = ("authz_core", "mime", "dir", "alias", "headers", "env",
 
 
 def free_port():
+    """A port nobody listens on now; another process may take it before
+    the caller binds it (Httpd holds its port with reserve_port())."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def reserve_port():
+    """(port, socket): a free 127.0.0.1 port, held by a socket bound to it
+    with SO_REUSEADDR and never listening.  As long as that socket is
+    open, the kernel hands the port to no other bind() (port 0 or
+    explicit, in any process: another test worker, a back end), while
+    httpd, which sets SO_REUSEADDR on its own socket, can still bind and
+    listen on it.  Close the socket once the server is stopped."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1], s
 
 
 def module_path():
@@ -97,10 +112,11 @@ class Httpd:
         self.docroot = self.root / "htdocs"
         self.tls = tls
         self.scheme = "https" if tls else "http"
-        self.port = free_port()
+        self.port, self._port_hold = reserve_port()
         self.extra_modules = list(modules)
         self.secret_directive = secret_directive
         self.proc = None
+        self._stopping = None   # when begin_stop() signalled the parent
         self.conf = self.root / "httpd.conf"
         self.error_log = self.root / "logs" / "error.log"
         self.access_log = self.root / "logs" / "access.log"
@@ -160,12 +176,9 @@ class Httpd:
     def _make_certificate(self):
         self.cert = self.root / "cert.pem"
         self.key = self.root / "key.pem"
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-             "-keyout", str(self.key), "-out", str(self.cert),
-             "-days", "2", "-subj", "/CN=127.0.0.1",
-             "-addext", "subjectAltName=IP:127.0.0.1"],
-            check=True, capture_output=True)
+        cert, key = _certificate()
+        self.cert.write_bytes(cert)
+        self.key.write_bytes(key)
         self.key.chmod(0o600)
 
     # -- configuration
@@ -331,15 +344,26 @@ class Httpd:
         raise AssertionError("httpd did not come up in %ds:\n%s"
                              % (timeout, self.logs_text()))
 
-    def _cgid_ready(self):
+    def _cgid_ready(self, restarted=False):
         # mod_cgid's daemon makes its socket (ScriptSock, with the
         # parent's pid appended) after the server already answers; a CGI
-        # request before that gets a 503 on a loaded machine.
+        # request before that gets a 503 on a loaded machine.  A restart
+        # replaces the daemon: then the socket must take a connection.
         if not self.base_used or "cgid" not in self.extra_modules \
                 or "ScriptSock" in self.body:
             return True
-        return any(p.name.startswith("cgid.sock.")
-                   for p in (self.root / "run").iterdir())
+        socks = [p for p in (self.root / "run").iterdir()
+                 if p.name.startswith("cgid.sock.")]
+        if not restarted:
+            return bool(socks)
+        for p in socks:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as u:
+                try:
+                    u.connect(str(p))
+                    return True
+                except OSError:
+                    pass
+        return False
 
     def _answers(self):
         try:
@@ -354,40 +378,84 @@ class Httpd:
         return self.error_text().count("resuming normal operations")
 
     def restart(self, graceful=False, timeout=30):
-        """SIGHUP (or SIGUSR1) the parent and wait for it to come back."""
+        """SIGHUP (or SIGUSR1) the parent and wait until it has read its
+        configuration again and every child of the old generation has
+        exited, so that the next request is answered under the new
+        configuration (a graceful restart lets old children finish what
+        they hold, and until then one of them may still accept)."""
         assert self.proc is not None
         before = self._count_starts()
+        old = self._children()
         self.proc.send_signal(signal.SIGUSR1 if graceful else signal.SIGHUP)
         deadline = time.time() + timeout
         while time.time() < deadline:
             assert self.proc.poll() is None, \
                 "httpd died on restart:\n" + self.logs_text()
-            if self._count_starts() > before and self._answers():
-                time.sleep(0.3)
+            if self._count_starts() > before and self._answers() \
+                    and not (old & self._children()) \
+                    and self._cgid_ready(restarted=True):
                 return
-            time.sleep(0.05)
+            time.sleep(0.02)
         raise AssertionError("httpd did not restart:\n" + self.logs_text())
+
+    def _children(self):
+        """The parent's live (not exited) child processes: their pids."""
+        pid = self.proc.pid
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                pids = {int(p) for p in f.read().split()}
+        except FileNotFoundError:   # a kernel without CONFIG_PROC_CHILDREN
+            pids = set()
+            for d in os.listdir("/proc"):
+                if d.isdigit() and _proc_stat(int(d))[1] == pid:
+                    pids.add(int(d))
+        # An exited child stays a zombie until the parent reaps it, which
+        # httpd does once a second: exited is enough here.
+        return {p for p in pids if _proc_stat(p)[0] not in ("Z", None)}
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self):
-        if self.proc is None:
+        """Stop httpd and wait until it has exited."""
+        self.begin_stop()
+        self.finish_stop()
+
+    def begin_stop(self):
+        """Ask httpd to stop, without waiting: a graceful stop takes at
+        least a second (the parent looks at its children once a second),
+        so ServerPool stops all its servers at once and leaves the wait to
+        the end of the run (finish_stops)."""
+        if self.proc is None or self._stopping is not None:
             return
-        proc, self.proc = self.proc, None
-        if proc.poll() is None:
+        if self.proc.poll() is None:
             # Stop gracefully: on SIGTERM the event MPM's children close
             # their workers' sockets from the main thread
             # (close_worker_sockets), a race inside httpd that crashes a
             # child about once in 200 stops, with or without this module,
             # and the crash check would fail the test.
-            proc.send_signal(signal.SIGWINCH)
+            self.proc.send_signal(signal.SIGWINCH)
+        self._stopping = time.time()
+        _STOPPING.append(self)
+
+    def finish_stop(self, timeout=30):
+        """Wait for a stop begun by begin_stop(); then the port is free."""
+        if self._stopping is not None:
+            proc, self.proc = self.proc, None
+            left = max(1, timeout - (time.time() - self._stopping))
+            self._stopping = None
+            if self in _STOPPING:
+                _STOPPING.remove(self)
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-                raise AssertionError("httpd did not stop within 30s")
+                raise AssertionError("httpd did not stop within %ds"
+                                     % timeout)
+        if self.proc is None and self._port_hold is not None:
+            self._port_hold.close()
+            self._port_hold = None
 
     # -- logs
 
@@ -432,8 +500,15 @@ class Httpd:
         except FileNotFoundError:
             return 0
 
-    def error_log_since(self, offset, settle=0.2):
-        time.sleep(settle)
+    def error_log_since(self, offset):
+        """What the error log got after `offset` (error_log_size()).
+
+        No waiting is needed for the lines of a request made with
+        client.http_request or raw_request: they read until httpd closes
+        the connection, which httpd does only after the request is done
+        and logged (its access-log line, and every error-log line, is
+        written when the end-of-request bucket is destroyed, once the
+        answer is written; the close comes after that)."""
         with open(self.error_log, "rb") as f:
             f.seek(offset)
             return f.read().decode("latin-1")
@@ -509,16 +584,79 @@ class ServerPool:
         self.servers.append(server)
         return server
 
-    def close(self):
+    def close(self, wait=True):
+        """Stop every server; return what their logs show wrong.
+
+        With wait=False the stops are only begun: the logs are checked as
+        they are now, and finish_stops() waits for the servers and checks
+        what they logged while stopping."""
         problems = []
         for s in self.servers:
-            try:
-                s.stop()
-            except AssertionError as e:
-                problems.append("%s: %s" % (s.root, e))
-            problems += ["%s: %s" % (s.root.name, p) for p in s.log_problems()]
+            s.begin_stop()
+        for s in self.servers:
+            if wait:
+                try:
+                    s.finish_stop()
+                except AssertionError as e:
+                    problems.append("%s: %s" % (s.root, e))
+            found = s.log_problems()
+            s.reported = set(found)
+            problems += ["%s: %s" % (s.root.name, p) for p in found]
         self.servers = []
         return problems
+
+
+# Servers whose stop was begun and not yet waited for.
+_STOPPING = []
+
+
+def finish_stops():
+    """Wait for every stop begun and not finished; return the problems
+    those servers' logs show that ServerPool.close() did not report."""
+    problems = []
+    for s in list(_STOPPING):
+        try:
+            s.finish_stop()
+        except AssertionError as e:
+            problems.append("%s: %s" % (s.root, e))
+        problems += ["%s: %s (while stopping)" % (s.root, p)
+                     for p in s.log_problems()
+                     if p not in getattr(s, "reported", ())]
+    return problems
+
+
+_CERTIFICATE = []
+
+
+def _certificate():
+    """(certificate, key) in PEM for IP:127.0.0.1, made once per process:
+    every TLS server of a run may present the same one, and RSA key
+    generation is the slowest part of making a server."""
+    if not _CERTIFICATE:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                 "-keyout", key, "-out", cert, "-days", "2",
+                 "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1"],
+                check=True, capture_output=True)
+            with open(cert, "rb") as c, open(key, "rb") as k:
+                _CERTIFICATE.append((c.read(), k.read()))
+    return _CERTIFICATE[0]
+
+
+def _proc_stat(pid):
+    """(state, parent pid) of a process from /proc; (None, None) once it
+    is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            text = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None, None
+    fields = text.rpartition(")")[2].split()
+    return fields[0], int(fields[1])
 
 
 def make_workdir():

@@ -176,7 +176,7 @@ def logged(s, method, target, headers=()):
     # request: once it is there, so are they.
     status, decision = s.access_log_entry(tid)
     assert int(status) == r.status, (status, r)
-    return r, decision, s.error_log_since(offset, settle=0)
+    return r, decision, s.error_log_since(offset)
 
 
 # Not compared: Date, and the framing.  Whether httpd sends a CGI script's

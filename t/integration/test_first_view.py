@@ -17,8 +17,8 @@ of aborting it; so, whatever the size of the output (50 KB or 2 MB):
   keep-alive connection: mod_proxy reuses it, N first views in a row open
   no new connection;
 - the 302 is sent at once (flushed), not when the handler ends: a handler
-  that writes its PDF and then takes 5 s to finish has its client holding
-  the complete 302 while its marker is not yet written;
+  that writes its PDF and then waits until the test releases it has its
+  client holding the complete 302 while it waits;
 - the filter's 302 carries the header names of the fixup's 302 for a
   static PDF, none of the handler's own.
 
@@ -30,6 +30,7 @@ under prefork).
 import re
 import secrets
 import socket
+import threading
 import time
 
 import pytest
@@ -43,15 +44,16 @@ from samplepdf import make_pdf
 N = 5                   # first views per case
 SIZES = {"50k": 50 * 1024, "2m": 2 * 1024 * 1024}
 KINDS = ("cgi", "php", "proxy")
-SLOW = 5                # seconds a slow handler takes after its output
 MARKER_WAIT = 20        # bound on waiting for the markers of a case
+HOLD = 60               # bound on a held handler's wait for its release
 
 CONFIG = backends.DYNAMIC_SCOPES
 
-# ?s=50k|2m picks the body, ?m= names the marker, ?slow=1 makes the script
-# take SLOW seconds after its output.  The marker is written after the
-# whole output is written and flushed: it exists only if the script ran to
-# its end.
+# ?s=50k|2m picks the body, ?m= names the marker, ?hold=1 makes the script
+# wait after its output until the file release-<m> appears beside the
+# markers (at most HOLD seconds).  The marker is written after the whole
+# output is written and flushed: it exists only if the script ran to its
+# end.
 CGI = r"""#!/usr/bin/python3
 import os, re, sys, time
 q = dict(p.split("=", 1)
@@ -65,8 +67,11 @@ out.write(b"X-Handler-Own: cgi\r\n")
 out.write(b"Content-Length: %%d\r\n\r\n" %% len(data))
 out.write(data)
 out.flush()
-if q.get("slow"):
-    time.sleep(%(slow)d)
+if q.get("hold"):
+    release = %(markers)r + "/release-" + m
+    deadline = time.time() + %(hold)d
+    while not os.path.exists(release) and time.time() < deadline:
+        time.sleep(0.01)
 with open(%(markers)r + "/cgi-" + m, "w") as f:
     f.write("done\n")
 """
@@ -78,8 +83,13 @@ header('Content-Type: application/pdf');
 header('X-Handler-Own: php');
 readfile(%(data)r . '/' . $size . '.pdf');
 flush();
-if (!empty($_GET['slow'])) {
-    sleep(%(slow)d);
+if (!empty($_GET['hold'])) {
+    $release = %(markers)r . '/release-' . $m;
+    $deadline = microtime(true) + %(hold)d;
+    while (!file_exists($release) && microtime(true) < $deadline) {
+        usleep(10000);
+        clearstatcache();
+    }
 }
 file_put_contents(%(markers)r . '/php-' . $m, "done\n");
 """
@@ -87,11 +97,18 @@ file_put_contents(%(markers)r . '/php-' . $m, "done\n");
 
 def add_routes(back, bodies):
     """/fv on the HTTP back end: the PDF of ?s=, then `done` (or `cut` if
-    the write failed) recorded under ?m=; with ?slow=1 the last byte comes
-    SLOW seconds after the rest, `late` noted just before it."""
+    the write failed) recorded under ?m=; with ?hold=1 the last byte waits
+    until release(m) is called (at most HOLD seconds), `late` noted just
+    before it."""
     back.done = set()
     back.cut = set()
     back.late = set()
+    back.released = {}
+
+    def release_event(m):
+        with back.lock:
+            return back.released.setdefault(m, threading.Event())
+    back.release_event = release_event
 
     @back.route("/fv")
     def fv(h, q, head_only):
@@ -103,10 +120,10 @@ def add_routes(back, bodies):
             h.send_header("X-Handler-Own", "proxy")
             h.send_header("Content-Length", str(len(body)))
             h.end_headers()
-            if q.get("slow"):
+            if q.get("hold"):
                 h.wfile.write(body[:-1])
                 h.wfile.flush()
-                time.sleep(SLOW)
+                release_event(m).wait(HOLD)
                 # Noted before the last byte goes: httpd cannot have
                 # ended the request before this.
                 with back.lock:
@@ -140,7 +157,7 @@ def write_scripts(s, bodies):
     s.markers = s.root / "markers"
     s._mkdirs(s.markers)
     s.markers.chmod(0o777)  # the scripts run as www-data
-    subst = {"data": str(data), "markers": str(s.markers), "slow": SLOW}
+    subst = {"data": str(data), "markers": str(s.markers), "hold": HOLD}
     s.write("prot/fv.cgi", CGI % subst, mode=0o755)
     s.write("prot/fv.php", PHP % subst)
 
@@ -381,38 +398,45 @@ def test_discarded_first_view_leaves_no_error_line(env, kind, size):
 
 # ----------------------------------------------------- the 302 at once
 
+def release(s, kind, m):
+    """Let the held handler of marker m go on to its end."""
+    if kind == "proxy":
+        s.back.release_event(m).set()
+    else:
+        s.write("release-" + m, "go\n", base=s.markers)
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_302_arrives_before_a_slow_handler_ends(env, kind):
-    """The handler writes its PDF, flushes, then takes SLOW seconds before
-    it writes its marker: the client already holds the complete 302 while
-    the marker is not there, and the handler still runs to its end."""
+def test_302_arrives_before_a_held_handler_ends(env, kind):
+    """The handler writes its PDF, flushes, then waits until the test
+    releases it before it writes its marker: the client holds the complete
+    302 while the handler waits, and the released handler runs to its
+    end."""
     m = mark()
-    target = "%s?s=50k&slow=1&m=%s" % (path_of(kind), m)
+    target = "%s?s=50k&hold=1&m=%s" % (path_of(kind), m)
     offset = env.error_log_size()
     sock = socket.create_connection(("127.0.0.1", env.port),
-                                    timeout=SLOW + MARKER_WAIT)
+                                    timeout=MARKER_WAIT)
     try:
         sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                      "X-Test-Id: slow-%s\r\nConnection: close\r\n\r\n"
+                      "X-Test-Id: held-%s\r\nConnection: close\r\n\r\n"
                       % (target, env.port, m)).encode("latin-1"))
-        t0 = time.monotonic()
-        head, body = read_complete_response(sock)
-        took = time.monotonic() - t0
-        if kind == "proxy":
-            with env.back.lock:
-                done_at_302 = m in env.back.late
-        else:
-            # The marker is written before the script exits, so before
-            # httpd can end the request.
-            done_at_302 = finished(env, kind, m)
+        try:
+            head, body = read_complete_response(sock)
+        except socket.timeout:
+            raise AssertionError(
+                "no complete 302 within %d s while the %s handler waited "
+                "for its release: the 302 is not sent before the handler "
+                "ends" % (MARKER_WAIT, kind))
+        # Nothing the handler does after its output can have happened:
+        # it is still held.
+        assert not finished(env, kind, m) and m not in env.back.late
         assert head.startswith(b"HTTP/1.1 302 "), head
         assert body == b"", body[:200]
-        assert not done_at_302, (
-            "the 302 (after %.1f s) came only once the handler had ended: "
-            "it was not sent at once" % took)
+        release(env, kind, m)
         # The handler still runs to its end.
-        assert wait_for(lambda: finished(env, kind, m), SLOW + MARKER_WAIT), \
-            "the slow %s handler never ran to its end after the 302" % kind
+        assert wait_for(lambda: finished(env, kind, m), MARKER_WAIT), \
+            "the held %s handler never ran to its end after the 302" % kind
         # And the connection then ends cleanly.
         rest = b""
         while True:
@@ -422,8 +446,9 @@ def test_302_arrives_before_a_slow_handler_ends(env, kind):
             rest += chunk
         assert rest == b"", "bytes after the 302: %r" % rest[:200]
     finally:
+        release(env, kind, m)
         sock.close()
-    env.access_log_entry("slow-" + m, timeout=MARKER_WAIT)
+    env.access_log_entry("held-" + m, timeout=MARKER_WAIT)
     with open(env.error_log, "rb") as f:
         f.seek(offset)
         bad = bad_log_lines(f.read().decode("latin-1"))

@@ -4,6 +4,7 @@ well formed, the reference minter round-trips, the Content-Disposition
 parser reads RFC 6266, and a token in an error log is caught."""
 
 import re
+import socket
 import time
 
 import pytest
@@ -95,3 +96,15 @@ def test_response_parser_keeps_duplicate_headers():
     assert r.get_all("set-cookie") == ["a=1", "b=2"]
     with pytest.raises(AssertionError):
         r.get("Set-Cookie")
+
+
+def test_a_reserved_port_is_refused_to_other_binds():
+    # What keeps two pytest-xdist workers (or a back end) from picking the
+    # port of a server that is not listening yet.
+    port, hold = httpd.reserve_port()
+    try:
+        with socket.socket() as other:
+            with pytest.raises(OSError):
+                other.bind(("127.0.0.1", port))
+    finally:
+        hold.close()

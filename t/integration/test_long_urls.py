@@ -122,7 +122,7 @@ def logged(s, target, cookies=None, headers=()):
     # The access log line comes after every error-log line of the request.
     status, decision = s.access_log_entry(tid)
     assert int(status) == r.status, (status, r)
-    return r, decision, s.error_log_since(offset, settle=0)
+    return r, decision, s.error_log_since(offset)
 
 
 def info_lines(log, path):

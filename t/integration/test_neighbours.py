@@ -333,8 +333,9 @@ class WafLogs:
         except FileNotFoundError:
             return 0
 
-    def audit(self, settle=0.15):
-        time.sleep(settle)
+    def audit(self):
+        # send() waited for the access-log line, and read until httpd
+        # closed the connection: ModSecurity has written its audit entry.
         try:
             with open(self.s.audit_log, "rb") as f:
                 f.seek(self.audit_at)
@@ -343,7 +344,7 @@ class WafLogs:
             return ""
 
     def modsec_lines(self):
-        return [line for line in self.s.error_log_since(self.error_at, 0)
+        return [line for line in self.s.error_log_since(self.error_at)
                 .splitlines() if "ModSecurity" in line]
 
     def rule_ids(self):
