@@ -1,7 +1,9 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Checks of the test machinery itself (no httpd): the sample PDFs are
 well formed, the reference minter round-trips, the Content-Disposition
-parser reads RFC 6266, and a token in an error log is caught."""
+parser reads RFC 6266, a token in an error log is caught, a server's
+reserved port is its own, and the cookie jar keeps cookies as RFC 6265
+has a browser keep them."""
 
 import re
 import socket
@@ -13,6 +15,7 @@ import client
 import disposition
 import httpd
 import pdftoken_ref as ref
+from cookiejar import CookieJar
 from samplepdf import make_pdf
 
 
@@ -108,3 +111,33 @@ def test_a_reserved_port_is_refused_to_other_binds():
                 other.bind(("127.0.0.1", port))
     finally:
         hold.close()
+
+
+def test_cookie_jar_keeps_rfc_6265_storage_and_order():
+    jar = CookieJar()
+    http, https = "http://127.0.0.1:1", "https://127.0.0.1:2"
+    jar.store("site=1; Path=/", http + "/login")
+    jar.store("a=1; Path=/d/x.pdf; Max-Age=10", http + "/d/x.pdf")
+    jar.store("b=1; Path=/d/x.pdf", http + "/d/x.pdf")
+    jar.store("c=1", http + "/d/y.pdf")                 # default path /d
+    # Longer paths first, then the older first; Path scopes.
+    assert jar.header(http + "/d/x.pdf") == "a=1; b=1; c=1; site=1"
+    assert jar.header(http + "/d/y.pdf") == "c=1; site=1"
+    assert jar.header(http + "/dx") == "site=1"
+    # Same name, domain and path: replaced, the creation time kept.
+    jar.store("a=2; Path=/d/x.pdf", http + "/d/x.pdf")
+    assert jar.header(http + "/d/x.pdf") == "a=2; b=1; c=1; site=1"
+    # Max-Age=0 deletes that key only.
+    jar.store("b=; Path=/d/x.pdf; Max-Age=0", http + "/d/x.pdf")
+    jar.store("a=; Path=/other; Max-Age=0", http + "/d/x.pdf")
+    assert jar.header(http + "/d/x.pdf") == "a=2; c=1; site=1"
+    # Secure and the prefixes.
+    jar.store("s=1; Path=/; Secure", http + "/")         # not from HTTP
+    jar.store("__Host-h=1; Path=/d; Secure", https + "/d/x")
+    jar.store("__Host-h=2; Path=/", https + "/")
+    jar.store("__Secure-s=1; Path=/", https + "/")
+    assert jar.named("s") == jar.named("__Host-h") == [] \
+        == jar.named("__Secure-s")
+    jar.store("__Host-h=3; Path=/; Secure", https + "/")
+    assert jar.header(https + "/") == "site=1; __Host-h=3"
+    assert jar.header(http + "/") == "site=1"
