@@ -205,8 +205,8 @@ integration: deps $(MODULE)
 
 .PHONY: hostile asan-module test-asan test-valgrind soak
 
-# The hostile-request corpus (t/hostile/corpus.txt), over raw sockets to a
-# real httpd, once per MPM.
+# The hostile requests (t/hostile: the corpus.txt entries, and the cases
+# it cannot say), over raw sockets to a real httpd, once per MPM.
 hostile: deps $(MODULE)
 	PDFTOKEN_MPM=event $(PYTEST_PARALLEL) t/hostile
 	PDFTOKEN_MPM=prefork $(PYTEST_PARALLEL) t/hostile

@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 import httpd  # noqa: E402
 import pdftoken_ref as ref  # noqa: E402
+import hostile_site  # noqa: E402
 import test_hostile_corpus as corpus  # noqa: E402
 
 OURS = re.compile(r"\((?:mod_pdftoken|token)\.c:\d+\)")
@@ -97,7 +98,7 @@ def stop(s, timeout):
 def request_mix(s):
     """R1 to R5, the deny fallback and an internal redirect; returns how
     many requests were sent."""
-    doc = corpus.DOC
+    doc = hostile_site.DOC
     data = s.files["doc"]
     n = 0
 
@@ -208,18 +209,18 @@ def main():
 
     work = httpd.make_workdir()
     s = httpd.Httpd(work / "valgrind", modules=["deflate", "filter"])
-    corpus.prepare(s)
+    hostile_site.prepare(s)
     s.write_pdf("deny/doc.pdf", "deny")
     s.write_pdf("idx/index.pdf", "index")
     s.files["noext"] = s.write_pdf("late/noext", "no extension")
     s.write_pdf("late/notfound.pdf", "not found")
-    s.configure(corpus.CONFIG + EXTRA_CONFIG)
+    s.configure(hostile_site.CONFIG + EXTRA_CONFIG)
     vlog = s.root / "logs" / "valgrind.log"
     began = time.time()
     ok = False
     try:
         start_under_valgrind(s, vlog, args.timeout)
-        corpus.set_values(s)
+        hostile_site.set_values(s)
         n = request_mix(s)
         failed = []
         for entry in corpus.CORPUS_ENTRIES:
