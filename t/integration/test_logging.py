@@ -1,7 +1,8 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """SPEC section 4, logging: PDFTOKEN in the environment (for %{PDFTOKEN}e)
 on every protected request, and the reason in the error log at info/debug,
-with our own tags and never a token (the pool checks that at stop)."""
+with our own tags, naming the document path (escaped) and never the query
+or a token (the pool checks every log for tokens at stop)."""
 
 import itertools
 import re
@@ -21,6 +22,16 @@ CONFIG = r"""
     PdfTokenProtect On
     PdfTokenFallback deny
 </Directory>
+<Directory "@DOCROOT@/cgi">
+    PdfTokenProtect On
+    Options +ExecCGI
+    SetHandler cgi-script
+</Directory>
+"""
+
+CGI = b"""#!/bin/sh
+printf 'Content-Type: application/pdf\\r\\n\\r\\n'
+cat "$(dirname "$0")/../prot/doc.pdf"
 """
 
 _ids = itertools.count()
@@ -28,11 +39,12 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="module")
 def srv(pool):
-    s = pool.make("logging")
+    s = pool.make("logging", modules=("cgid",))
     s.files = {"doc": s.write_pdf("prot/doc.pdf", "log"),
                "deny": s.write_pdf("deny/doc.pdf", "deny"),
                "open": s.write_pdf("open/doc.pdf", "open")}
     s.write("prot/page.html", "<p>x</p>\n")
+    s.write("cgi/report", CGI, mode=0o755)
     s.configure(CONFIG)
     s.start()
     return s
@@ -148,3 +160,35 @@ def test_error_log_hostile_requests_stay_below_notice(srv):
             level = re.search(r"\[pdftoken:(\w+)\]", line).group(1)
             assert level in ("info", "debug"), line
             assert "A" * 60 not in line and "!" * 60 not in line, line
+
+
+# ------------------------------------------- the document path, escaped
+
+def test_every_request_log_line_names_the_document_path(srv):
+    offset = srv.error_log_size()
+    r, token, cookie = srv.first_visit(DOC + "?secretquery=1")
+    srv.get(r.location_target())                          # 00006
+    srv.get(r.location_target(), cookies=[cookie])        # 00004
+    srv.get(r.location_target(), headers=[("Range", "bytes=0-1")])  # 00005
+    srv.get(DOC + "?pdftoken=" + "A" * 43)                # 00008
+    srv.get(DOC + "?pdftoken=a&pdftoken=b")               # 00003
+    text = srv.error_log_since(offset)
+    lines = [l for l in text.splitlines() if "PDFTOKEN000" in l]
+    tags = {re.search(r"PDFTOKEN(\d+)", l).group(1) for l in lines}
+    assert {"00002", "00003", "00004", "00005", "00006",
+            "00008"} <= tags, text
+    for line in lines:
+        assert "PDFTOKEN" in line
+        assert re.search(r"PDFTOKEN\d+: /prot/doc\.pdf: ", line), line
+        assert "secretquery" not in line and token not in line, line
+
+
+def test_control_characters_in_the_path_are_escaped_in_the_log(srv):
+    # A script with path info: judged, so logged, whatever the path says.
+    offset = srv.error_log_size()
+    r = srv.get("/cgi/report/a%0aPDFTOKEN00004:%20forged")
+    assert r.status == 302, r
+    text = srv.error_log_since(offset)
+    assert "PDFTOKEN00002: /cgi/report/a\\nPDFTOKEN00004: forged: no token" \
+        in text, text
+    assert not re.search(r"^PDFTOKEN00004", text, re.M), text

@@ -2,8 +2,10 @@
 """SPEC section 3, the secret: servers sharing a secret file accept each
 other's tokens; another secret refuses them; `PdfTokenSecretFile new old`
 rotates keys; without the directive every child shares one random secret
-that a restart replaces."""
+that a restart replaces; each start says in the error log which secret
+signs the tokens."""
 
+import re
 import subprocess
 
 import pytest
@@ -225,3 +227,43 @@ def test_rotation_procedure_on_a_running_server(fresh_pool, workdir):
     assert healed != t_old
     assert_inline(s.get(DOC + "?pdftoken=" + t_new, cookies=[c_new]),
                   s.files["doc"])
+
+
+# ------------------------------------------------------------ start-up notice
+
+def test_start_up_names_the_secret_file(farm):
+    s = farm["C"]
+    assert re.search(r"PDFTOKEN00016: .*tokens are signed with the secret "
+                     r"in " + re.escape(str(s.secret_path)), s.error_text())
+
+
+def test_start_up_names_the_previous_secret_when_rotating(fresh_pool,
+                                                          workdir):
+    s = fresh_pool.make("rotate", secret_directive=False)
+    old = workdir / "start-up-old-secret"
+    old.write_bytes(b"o" * 40 + b"\n")
+    new = workdir / "start-up-new-secret"
+    new.write_bytes(b"n" * 40 + b"\n")
+    s.configure('PdfTokenSecretFile "%s" "%s"\n' % (new, old))
+    s.start()
+    text = s.error_text()
+    assert re.search(r"PDFTOKEN00016: .*secret in %s; previous secret "
+                     r"accepted for verification: %s"
+                     % (re.escape(str(new)), re.escape(str(old))), text), text
+    assert "o" * 40 not in text and "n" * 40 not in text
+
+
+def test_start_up_says_when_the_secret_is_random(fresh_pool):
+    s = fresh_pool.make("random", secret_directive=False)
+    s.configure("")
+    s.start()
+    assert re.search(r"PDFTOKEN00016: .*random secret made at start-up.*"
+                     r"PdfTokenSecretFile", s.error_text())
+
+
+def test_start_up_notice_shows_under_the_default_log_level(fresh_pool):
+    # LogLevel warn, as a stock server has: notices still reach the log.
+    s = fresh_pool.make("warn")
+    s.configure("LogLevel warn\n")
+    s.start()
+    assert "PDFTOKEN00016" in s.error_text()
