@@ -1,15 +1,8 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The module beside the modules that share its servers (issue 14,
 "Neighbours"): ModSecurity with the OWASP Core Rule Set, mod_deflate,
-mod_headers and mod_cache, all in one server.
-
-Four servers, one per combination worth telling apart:
-
-    paranoia  cache provider  CacheQuickHandler  CacheIgnoreQueryString
-    1         disk            On                 On
-    1         socache         Off                Off
-    2         socache         On                 Off
-    2         disk            Off                On      (HTTPS)
+mod_headers and mod_cache, all in one server, in the four variants of
+neighbours.py.
 
 Each runs ModSecurity 2 with Debian's CRS 3.3 rules (SecRuleEngine On,
 anomaly scoring, request and response bodies inspected, PDFs included),
@@ -24,297 +17,31 @@ and mod_cache in front of it all.  What they must show:
     module's answers: the ModSecurity audit log does not grow and the error
     log gets no ModSecurity line while a reader's requests run (the attack
     tests prove that both logs do record what CRS catches);
-  * what CRS blocks stays blocked, with a 403, before the module runs;
-  * mod_cache never answers a request with a tokenized inline PDF, never
-    with the PDF a first view was redirected away from, never with a 302.
+  * what CRS blocks stays blocked, with a 403, before the module runs.
 
-The readers send what a browser sends (User-Agent, Accept, a host name in
-Host): CRS scores a bare scripted request (920320 no User-Agent, 920350
-numeric Host) and that would say nothing about the module.  No server
-carries an exclusion: at paranoia 2 rule 942440 reads '--' as an SQL
+What mod_cache must never answer in these servers is in test_cache.py.
+No server carries an exclusion: at paranoia 2 rule 942440 reads '--' as an SQL
 comment, and about one base64url token in 200 holds one, so the module
 never mints such a token (token.h, pdftoken_waf_inert).
 """
 
-import gzip
-import os
-import pwd
 import re
 import secrets
 import time
 
 import pytest
 
-import httpd
 import pdftoken_ref as ref
-from checks import (assert_attachment, assert_inline, assert_redirect,
-                    cache_directives)
-from samplepdf import make_pdf
-
-# --------------------------------------------------------------- config
-
-# ModSecurity as Debian's modsecurity.conf-recommended sets it up, with
-# the engine on, PDFs and downloads added to the inspected response types,
-# and every file in the server's own tree (nothing of /etc/apache2 or
-# /var/log is read or written).  The test PDFs are text, so inspecting them
-# shows that nothing the module adds trips a response rule; a real site
-# must not inspect PDFs: rule 953120 (PHP leakage, "<?" not followed by
-# "xml") matches about every other 48 KiB of compressed stream and blocks
-# such a PDF, protected or not (README, "Tested neighbours").
-MODSEC = r"""
-SecRuleEngine On
-SecRequestBodyAccess On
-SecRequestBodyLimit 13107200
-SecRequestBodyNoFilesLimit 131072
-SecResponseBodyAccess On
-SecResponseBodyMimeType text/plain text/html text/xml application/pdf application/octet-stream
-SecResponseBodyLimit 1048576
-SecResponseBodyLimitAction ProcessPartial
-SecPcreMatchLimit 100000
-SecPcreMatchLimitRecursion 100000
-SecTmpDir "@ROOT@/modsec/tmp"
-SecDataDir "@ROOT@/modsec/data"
-SecAuditEngine RelevantOnly
-SecAuditLogRelevantStatus "^(?:5|4(?!04))"
-SecAuditLogParts ABFHZ
-SecAuditLogType Serial
-SecAuditLog "@ROOT@/logs/modsec_audit.log"
-SecArgumentSeparator &
-SecCookieFormat 0
-SecUnicodeMapFile /etc/modsecurity/unicode.mapping 20127
-SecStatusEngine Off
-"""
-
-# crs-setup.conf of our own: CRS 3.3's defaults (anomaly scoring, inbound
-# threshold 5, outbound 4), at the paranoia level of the server.
-CRS_SETUP = r"""
-SecDefaultAction "phase:1,log,auditlog,pass"
-SecDefaultAction "phase:2,log,auditlog,pass"
-SecAction "id:900000,phase:1,nolog,pass,t:none,setvar:tx.paranoia_level=@PL@"
-SecAction "id:900990,phase:1,nolog,pass,t:none,setvar:tx.crs_setup_version=334"
-Include /usr/share/modsecurity-crs/rules/*.conf
-"""
-
-SITE = r"""
-UseCanonicalName Off
-@CACHE@
-CacheQuickHandler @QUICK@
-CacheIgnoreQueryString @IGNOREQS@
-CacheEnable @PROVIDER@ /
-CacheHeader On
-CacheDetailHeader On
-
-# The site compresses everything a client accepts compressed.
-<Location "/">
-    SetOutputFilter DEFLATE
-</Location>
-DeflateCompressionLevel 6
-
-# The site's own caching policy for everything it serves, a cookie flag
-# it adds to every cookie, a header on every answer.
-Header set Cache-Control "public, max-age=600"
-Header always edit Set-Cookie "^(.*)$" "$1; Priority=High"
-Header always set X-Frame-Options "SAMEORIGIN"
-
-<Directory "@DOCROOT@/prot">
-    PdfTokenProtect On
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-</Directory>
-<Directory "@DOCROOT@/prot/own">
-    Header set Referrer-Policy "no-referrer"
-</Directory>
-<Directory "@DOCROOT@/prot/frag">
-    PdfTokenFragment safe
-</Directory>
-# A scope whose caching policy is set on every answer, errors too.
-<Directory "@DOCROOT@/prot/always">
-    Header always set Cache-Control "public, max-age=600"
-</Directory>
-<Directory "@DOCROOT@/open">
-    Options +ExecCGI
-    AddHandler cgi-script .cgi
-</Directory>
-"""
-
-CACHE_DISK = r"""
-CacheRoot "@ROOT@/cache"
-CacheDirLevels 1
-CacheDirLength 2
-"""
-CACHE_SOCACHE = r"""
-CacheSocache "shmcb:@ROOT@/run/cache(2097152)"
-CacheSocacheMaxSize 262144
-"""
-
-# A CGI that writes a PDF (type from ?ct=, none without), and notes each
-# run with its query, so that a test can tell whether it ran at all.
-CGI_PDF = r"""#!/usr/bin/python3
-import os, sys
-with open(%(ran)r, "a") as f:
-    f.write(os.environ.get("QUERY_STRING", "") + "\n")
-data = open(%(data)r, "rb").read()
-out = sys.stdout.buffer
-if %(typed)r:
-    out.write(b"Content-Type: application/pdf\r\n")
-out.write(b"Content-Length: %%d\r\n\r\n" %% len(data))
-out.write(data)
-"""
-
-
-class Variant:
-    def __init__(self, name, paranoia, provider, quick, ignoreqs,
-                 tls=False):
-        self.name, self.paranoia, self.provider = name, paranoia, provider
-        self.quick, self.ignoreqs, self.tls = quick, ignoreqs, tls
-
-
-VARIANTS = [
-    Variant("pl1-disk-quick", 1, "disk", "On", "On"),
-    Variant("pl1-socache", 1, "socache", "Off", "Off"),
-    Variant("pl2-socache-quick", 2, "socache", "On", "Off"),
-    # Over HTTPS the cookie is __Host-pdftoken_...: CRS reads that name.
-    Variant("pl2-disk-tls", 2, "disk", "Off", "On", tls=True),
-]
-
-
-def config(v):
-    modsec = MODSEC + CRS_SETUP.replace("@PL@", str(v.paranoia))
-    return modsec + (
-        SITE.replace("@CACHE@", CACHE_DISK if v.provider == "disk"
-                     else CACHE_SOCACHE)
-        .replace("@QUICK@", v.quick).replace("@IGNOREQS@", v.ignoreqs)
-        .replace("@PROVIDER@", v.provider))
-
-
-def _owned_by_www_data(path):
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        www = pwd.getpwnam("www-data")
-        os.chown(path, www.pw_uid, www.pw_gid)
-    else:
-        path.chmod(0o777)
+from checks import assert_attachment, assert_inline, cache_directives
+from neighbours import (VARIANTS, assert_no_pdf, assert_not_public,
+                        assert_site_redirect, first_view, make_site, ran,
+                        send)
 
 
 @pytest.fixture(scope="module", params=VARIANTS,
                 ids=[v.name for v in VARIANTS])
 def srv(pool, request):
-    v = request.param
-    modules = ["unique_id", "security2", "deflate", "filter", "cache",
-               "cache_" + v.provider, httpd.cgi_module()]
-    if v.provider == "socache":
-        modules.append("socache_shmcb")
-    s = pool.make("nb-" + v.name, modules=modules, tls=v.tls)
-    s.variant = v
-    s.host = "localhost:%d" % s.port
-    # Location and cookies name the host the reader asked for.
-    s.url = lambda target: "%s://%s%s" % (s.scheme, s.host, target)
-    for d in ("modsec/tmp", "modsec/data", "cache", "ran"):
-        _owned_by_www_data(s.root / d)
-    s.audit_log = s.root / "logs" / "modsec_audit.log"
-    f = s.files = {}
-    f["doc"] = s.write_pdf("prot/doc.pdf", "neighbours doc")
-    f["own"] = s.write_pdf("prot/own/doc.pdf", "own referrer policy")
-    f["frag"] = s.write_pdf("prot/frag/doc.pdf", "fragment page")
-    f["always"] = s.write_pdf("prot/always/doc.pdf", "always header")
-    f["scan"] = s.write_pdf("prot/scan", "no type, found by its bytes")
-    f["open"] = s.write_pdf("open/doc.pdf", "unprotected")
-    f["cgi"] = make_pdf("from a CGI", pages=2)
-    s.write("data/cgi.pdf", f["cgi"], base=s.root)
-    data = str(s.root / "data" / "cgi.pdf")
-    for d, name, typed in (("prot", "report.cgi", True),
-                           ("prot/always", "report.cgi", True),
-                           ("prot", "notype.cgi", False),
-                           ("open", "report.cgi", True)):
-        s.write("%s/%s" % (d, name), CGI_PDF % {
-            "ran": str(s.root / "ran" / ("%s-%s.log" % (d.replace("/", "-"),
-                                                      name))),
-            "data": data, "typed": typed}, mode=0o755)
-    s.configure(config(v))
-    s.start()
-    return s
-
-
-# --------------------------------------------------------------- helpers
-
-BROWSER = [
-    ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) "
-                   "Gecko/20100101 Firefox/128.0"),
-    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,"
-               "*/*;q=0.8"),
-    ("Accept-Language", "en-US,en;q=0.5"),
-    ("Accept-Encoding", "gzip, deflate"),
-]
-
-
-def send(s, target, cookies=None, headers=(), method="GET", browser=True):
-    """One request as a browser sends it; returns (response, PDFTOKEN),
-    the body decoded from gzip when the server compressed it."""
-    tid = "nb-" + secrets.token_hex(6)
-    given = {n.lower() for n, _ in headers}
-    hdrs = [("X-Test-Id", tid)] + [
-        (n, v) for n, v in (BROWSER if browser else [])
-        if n.lower() not in given] + list(headers)
-    r = s.request(method, target, cookies=cookies, headers=hdrs,
-                  host=s.host)
-    status, decision = s.access_log_entry(tid)
-    assert int(status) == r.status, (status, r)
-    r.gzipped = (r.get("Content-Encoding") or "").lower() == "gzip"
-    if r.gzipped and r.body:
-        r.body = gzip.decompress(r.body)
-    return r, decision
-
-
-def first_view(s, path, query="", method="GET"):
-    target = path + ("?" + query if query else "")
-    r, decision = send(s, target, method=method)
-    # The empty 302 stays empty: nothing for mod_deflate to compress.
-    assert not r.gzipped, r
-    token, cookie = _redirect(s, r, path, query)
-    assert decision == "redirect", decision
-    return r, token, cookie
-
-
-def _redirect(s, r, path, query):
-    """R1 under the site's headers: the module's cookie, attribute for
-    attribute.  The site's `Header always edit Set-Cookie` does not reach
-    it (httpd hands an error or redirect answer's headers to mod_headers'
-    error filter already moved out of err_headers_out), which the README
-    says; a Priority=High appended by a later httpd would be accepted."""
-    values = r.get_all("Set-Cookie")
-    assert len(values) == 1, r
-    unedited = re.sub(r"; Priority=High$", "", values[0])
-    r.headers = [(n, unedited if n.lower() == "set-cookie" else v)
-                 for n, v in r.headers]
-    token, cookie = assert_redirect(s, r, path, query=query, secret=s.secret)
-    # The site's Cache-Control must not stand beside the module's no-store;
-    # its "always" header is there.  (A site's `Header always set
-    # Cache-Control` does join the 302: mod_headers' error filter runs after
-    # the module; no-store still forbids every cache to keep it.)
-    if "/always/" in path:
-        assert "no-store" in cache_directives(r), r
-    else:
-        assert r.get_all("Cache-Control") == ["no-store"], r
-    assert r.get_all("X-Frame-Options") == ["SAMEORIGIN"], r
-    return token, cookie
-
-
-def assert_not_public(r):
-    assert "public" not in cache_directives(r), r
-    assert "max-age" not in cache_directives(r), r
-
-
-def assert_no_pdf(r):
-    """Not the document, in any form."""
-    assert b"%PDF" not in r.body, r
-
-
-def ran(s, name):
-    """The queries a CGI ran with."""
-    try:
-        return (s.root / "ran" / name).read_text().splitlines()
-    except FileNotFoundError:
-        return []
+    return make_site(pool, request.param)
 
 
 class WafLogs:
@@ -446,7 +173,7 @@ def test_token_without_cookie_is_a_download(srv, quiet_waf):
 
 
 @pytest.mark.parametrize("how", ["expired", "forged", "other-path"])
-def test_bad_token_heals_with_a_fresh_redirect(srv, quiet_waf, how):
+def test_bad_token_heals_with_a_freshassert_site_redirect(srv, quiet_waf, how):
     path = "/prot/doc.pdf"
     # Like the module's own, the test's tokens hold no '--': at paranoia 2
     # CRS would block one before the module saw it.
@@ -460,7 +187,7 @@ def test_bad_token_heals_with_a_fresh_redirect(srv, quiet_waf, how):
             bad = ref.mint(srv.secret, "/prot/own/doc.pdf", lifetime=30)
     r, decision = send(srv, path + "?pdftoken=" + bad,
                        cookies=[ref.cookie_pair(bad, secure=srv.tls)])
-    token, _ = _redirect(srv, r, path, "")
+    token, _ = assert_site_redirect(srv, r, path, "")
     assert token != bad and decision == "redirect"
 
 
@@ -624,63 +351,3 @@ def test_attack_is_blocked_after_the_cache_saw_the_document(srv):
     r, decision = send(srv, path + "?q=%3Cscript%3Ealert(1)%3C/script%3E")
     assert r.status == 403 and decision == "-", r
     assert "HIT" not in (r.get("X-Cache") or ""), r
-
-
-def test_cache_is_live_in_this_server(srv):
-    """The unprotected twins of the PDFs are stored and served from the
-    cache, so the tests below can see a stored answer when there is one."""
-    for target in ("/open/doc.pdf", "/open/report.cgi?x=1"):
-        send(srv, target)
-        r, decision = send(srv, target)
-        assert r.status == 200 and decision == "-", r
-        assert "HIT" in (r.get("X-Cache") or ""), r
-
-
-def _views_of_every_kind(srv, path, query=""):
-    """Every answer the module gives for path: R1, R2, R3, R5, HEAD."""
-    r, token, cookie = first_view(srv, path, query=query)
-    send(srv, r.location_target(), cookies=[cookie])
-    send(srv, r.location_target(), cookies=[cookie], method="HEAD")
-    send(srv, r.location_target())
-    send(srv, r.location_target(), headers=[("Range", "bytes=0-99"),
-                                            ("Accept-Encoding", "identity")])
-    return r.location_target()
-
-
-@pytest.mark.parametrize("path,key", [("/prot/doc.pdf", "doc"),
-                                      ("/prot/report.cgi", "cgi"),
-                                      ("/prot/scan", "scan")])
-def test_cache_never_serves_a_token_step_answer(srv, path, key):
-    """After views of every kind (twice, so that anything stored would be
-    served): a request without a token gets a fresh 302, never a stored
-    PDF or a stored 302; the tokenized URL without its cookie gets the
-    download, never a stored inline answer."""
-    data = srv.files[key]
-    for _ in range(2):
-        tokenized = _views_of_every_kind(srv, path)
-    seen = set()
-    for _ in range(2):
-        r, decision = send(srv, path)
-        assert "HIT" not in (r.get("X-Cache") or ""), r
-        assert_no_pdf(r)
-        token, _ = _redirect(srv, r, path, "")
-        assert token not in seen, "a stored 302 came back"
-        seen.add(token)
-    for _ in range(2):
-        r, decision = send(srv, tokenized)
-        assert "HIT" not in (r.get("X-Cache") or ""), r
-        assert decision == "fallback", (decision, r)
-        assert_attachment(r, data)
-
-
-def test_cache_never_keeps_what_a_first_view_was_redirected_from(srv):
-    """A first view runs the CGI; its PDF is thrown away for the 302 and
-    must not be stored either (the next reader would get it inline)."""
-    path = "/prot/report.cgi"
-    q = "first=" + secrets.token_hex(4)
-    for _ in range(3):
-        r, decision = send(srv, path + "?" + q)
-        assert decision == "redirect", (decision, r)
-        assert "HIT" not in (r.get("X-Cache") or ""), r
-        _redirect(srv, r, path, q)
-    assert len([x for x in ran(srv, "prot-report.cgi.log") if q in x]) == 3
