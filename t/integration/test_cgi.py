@@ -152,7 +152,8 @@ def test_cgi_range_continuation_script_sees_query_without_token(srv):
                                "/cgi/echo.pdf")
     r = srv.get("/cgi/echo.pdf?pdftoken=%s&k=v" % token,
                 headers=[("Range", "bytes=0-10000")])
-    assert r.status in (200, 206), r
+    # The range asks for more than the whole (short) echo: served whole.
+    assert r.status == 200, r
     assert r.get("Location") is None
     assert token.encode() not in r.body
     assert b"QUERY_STRING=k=v\n" in r.body

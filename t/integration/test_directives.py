@@ -148,6 +148,8 @@ def view(srv, path, name="pdftoken", **kw):
 # ------------------------------------------------------- PdfTokenProtect
 
 def test_protect_on_in_directory(srv):
+    # With the directory's PdfTokenTimeout 100 (Max-Age and the token's
+    # expiry) and PdfTokenName outer.
     redirect(srv, "/inh/doc.pdf", name="outer", timeout=100)
 
 
@@ -201,10 +203,6 @@ def test_virtual_host_settings_inherited_by_its_directory(srv):
 
 # ------------------------------------------------------- PdfTokenTimeout
 
-def test_timeout_sets_cookie_max_age_and_token_expiry(srv):
-    redirect(srv, "/inh/doc.pdf", name="outer", timeout=100)
-
-
 def test_timeout_override_in_inner_scope_keeps_outer_name(srv):
     redirect(srv, "/inh/timeout/doc.pdf", name="outer", timeout=200)
 
@@ -214,15 +212,16 @@ def test_timeout_upper_bound_3600_is_accepted(srv):
 
 
 def test_timeout_of_one_second_expires_the_token(srv):
+    """PdfTokenTimeout 1: Max-Age=1 and a token that expires one second
+    after it was minted (redirect() checks both); once that second has
+    come, the same link with its cookie redirects for a fresh token.
+    (Inline before then is every R2 case; within one second it could be
+    asserted only when the machine is fast enough.)"""
     path = "/short/doc.pdf"
     token, cookie = redirect(srv, path, timeout=1)
-    # Well before expiry the token works ...
-    r = srv.get(path + "?pdftoken=" + token, cookies=[cookie])
-    if time.time() < ref.expiry_of(token):
-        assert_inline(r, srv.files["short"])
-    # ... and once it is past, the same link redirects for a fresh one.
-    while time.time() < ref.expiry_of(token) + 1.2:
-        time.sleep(0.1)
+    expiry = ref.expiry_of(token)
+    while time.time() < expiry:     # token.c: expired from `expiry` on
+        time.sleep(expiry - time.time())
     r = srv.get(path + "?pdftoken=" + token, cookies=[cookie])
     new, _ = assert_redirect(srv, r, path, secret=srv.secret, timeout=1)
     assert new != token

@@ -208,13 +208,14 @@ RAW_CONTROL = [
 def test_raw_control_bytes_in_query_never_reach_a_header(srv, query):
     r = srv.get(DOC.encode() + b"?" + query)
     assert_no_injection(r)
-    if r.http09:
-        # The raw LF ended the request line: an HTTP/0.9 answer has no
+    if query == b"x=a\r\nX-Evil: 1":
+        # The raw CR LF ended the request line: an HTTP/0.9 answer has no
         # headers at all, so nothing could be injected into one.
+        assert r.http09, r
         assert b"X-Evil" not in r.body.split(b"<")[0]
     else:
-        assert r.status in (302, 400), r
-    if r.status == 302:
-        assert URI_CHARS.match(r.get("Location")), r
+        # Any other raw control byte in the request line: httpd refuses
+        # the request (400) before the module sees it.
+        assert r.status == 400, r
     assert srv.alive()
     assert srv.get(DOC).status == 302

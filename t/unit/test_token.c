@@ -215,9 +215,12 @@ static pdftoken_status verify_copy(const char *token, size_t len,
 START_TEST(test_status_str)
 {
     pdftoken_status st = (pdftoken_status)_i;
-    const char *s = pdftoken_status_str(st);
 
-    ck_assert_msg(s != NULL && s[0] != '\0', "status %d has no name", _i);
+    /* Every status has a name of its own: one without its case in
+     * pdftoken_status_str would get the fallback, which says nothing in
+     * a log line. */
+    ck_assert_str_ne(pdftoken_status_str(st),
+                     pdftoken_status_str((pdftoken_status)99));
 }
 END_TEST
 
