@@ -19,7 +19,8 @@ CHECK_LIBS = $$(pkg-config --cflags --libs check)
 FUZZERS := verify query cookie render
 MODULE := .libs/mod_pdftoken.so
 
-.PHONY: all install deps unit unit-asan fuzz fuzz-smoke bench-token \
+.PHONY: all install deps unit-deps unit-asan-deps unit unit-asan fuzz \
+        fuzz-smoke bench-token \
         integration test demo format lint clean
 
 all: $(MODULE)
@@ -121,6 +122,11 @@ deploy-test: deb
 deps:
 	@sh t/deps.sh build unit fuzz integration
 
+# What the unit suite needs, and no more: the library and its tests build
+# against libcrypto and Check alone (no apache2, PHP or ModSecurity).
+unit-deps:
+	@sh t/deps.sh unit
+
 UNIT_SOURCES := t/unit/test_token.c t/unit/test_render.c
 
 $(BUILD)/test_token: token.c token.h $(UNIT_SOURCES)
@@ -140,11 +146,15 @@ $(BUILD)/test_token_asan: token.c token.h $(UNIT_SOURCES)
 	$(CLANG) -g -O1 $(WARN) $(SAN) -I. token.c $(UNIT_SOURCES) \
 	    -o $@ $(CHECK_LIBS) -lcrypto
 
-unit: deps $(BUILD)/test_token $(BUILD)/test_token_evp
+unit: unit-deps $(BUILD)/test_token $(BUILD)/test_token_evp
 	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) $(BUILD)/test_token
 	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) $(BUILD)/test_token_evp
 
-unit-asan: deps $(BUILD)/test_token_asan
+# clang and its sanitizer runtimes are the fuzz group's packages.
+unit-asan-deps:
+	@sh t/deps.sh unit fuzz
+
+unit-asan: unit-asan-deps $(BUILD)/test_token_asan
 	PDFTOKEN_SRCDIR=. PYTHON=$(PYTHON) CK_FORK=no \
 	    ASAN_OPTIONS=detect_leaks=1 $(BUILD)/test_token_asan
 

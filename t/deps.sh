@@ -7,7 +7,9 @@
 set -eu
 
 pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
-pkgs_unit="check python3"
+# The unit suite alone: token.c and the Check tests against libcrypto (no
+# httpd headers), python3 for t/unit/mint_ref.py (standard library only).
+pkgs_unit="check pkg-config libssl-dev make gcc python3"
 pkgs_fuzz="clang libclang-rt-dev"
 # libapache2-mod-security2 and modsecurity-crs: test_neighbours.py runs the
 # module beside ModSecurity and the OWASP CRS in its own server (installing
