@@ -151,6 +151,13 @@ class Httpd:
         self.write(rel, data, base=base)
         return data
 
+    def write_pdf_cgi(self, rel, pdf_rel):
+        """A CGI script at rel (below the docroot) that answers with the
+        file pdf_rel (below the docroot) as application/pdf."""
+        return self.write(rel, "#!/bin/sh\nprintf 'Content-Type: "
+                          "application/pdf\\r\\n\\r\\n'\ncat '%s'\n"
+                          % (self.docroot / pdf_rel), mode=0o755)
+
     def _mkdirs(self, d):
         d = Path(d)
         missing = []
@@ -465,21 +472,21 @@ class Httpd:
         except FileNotFoundError:
             return ""
 
-    def logs_text(self):
+    def _all_logs_text(self):
+        """The error log, then what httpd wrote to stderr."""
         out = self.error_text()
         try:
             out += self.stderr_log.read_bytes().decode("latin-1")
         except FileNotFoundError:
             pass
-        return out[-6000:]
+        return out
+
+    def logs_text(self):
+        return self._all_logs_text()[-6000:]
 
     def log_problems(self):
         """What is wrong with this server's error log (empty list if ok)."""
-        text = self.error_text()
-        try:
-            text += self.stderr_log.read_bytes().decode("latin-1")
-        except FileNotFoundError:
-            pass
+        text = self._all_logs_text()
         problems = []
         for pattern in FATAL_LOG_PATTERNS:
             for line in text.splitlines():

@@ -28,18 +28,12 @@ CONFIG = r"""
 </Directory>
 """
 
-CGI = b"""#!/bin/sh
-printf 'Content-Type: application/pdf\\r\\n\\r\\n'
-cat "$(dirname "$0")/../plain/doc.pdf"
-"""
-
-
 @pytest.fixture(scope="module")
 def srv(pool):
     s = pool.make("canonical", modules=("cgid",))
     s.files = {"plain": s.write_pdf("plain/doc.pdf", "plain doc"),
                "crawl": s.write_pdf("crawl/doc.pdf", "crawled doc")}
-    s.write("cgi/report", CGI, mode=0o755)
+    s.write_pdf_cgi("cgi/report", "plain/doc.pdf")
     s.configure(CONFIG)
     s.start()
     return s

@@ -42,12 +42,6 @@ CONFIG = r"""
 </Directory>
 """
 
-CGI = b"""#!/bin/sh
-printf 'Content-Type: application/pdf\\r\\n\\r\\n'
-cat "$(dirname "$0")/../plain/doc.pdf"
-"""
-
-
 @pytest.fixture(scope="module")
 def srv(pool):
     s = pool.make("exempt", modules=("cgid",))
@@ -55,7 +49,7 @@ def srv(pool):
                "inner": s.write_pdf("prot/inner/doc.pdf", "inner doc"),
                "net": s.write_pdf("net/doc.pdf", "net doc"),
                "plain": s.write_pdf("plain/doc.pdf", "plain doc")}
-    s.write("cgi/report", CGI, mode=0o755)
+    s.write_pdf_cgi("cgi/report", "plain/doc.pdf")
     s.configure(CONFIG)
     s.start()
     return s

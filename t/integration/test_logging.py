@@ -17,21 +17,15 @@ DOC = "/prot/doc.pdf"
 CONFIG = r"""
 <Directory "@DOCROOT@/prot">
     PdfTokenProtect On
+    <Files "report">
+        Options +ExecCGI
+        SetHandler cgi-script
+    </Files>
 </Directory>
 <Directory "@DOCROOT@/deny">
     PdfTokenProtect On
     PdfTokenFallback deny
 </Directory>
-<Directory "@DOCROOT@/cgi">
-    PdfTokenProtect On
-    Options +ExecCGI
-    SetHandler cgi-script
-</Directory>
-"""
-
-CGI = b"""#!/bin/sh
-printf 'Content-Type: application/pdf\\r\\n\\r\\n'
-cat "$(dirname "$0")/../prot/doc.pdf"
 """
 
 _ids = itertools.count()
@@ -44,7 +38,7 @@ def srv(pool):
                "deny": s.write_pdf("deny/doc.pdf", "deny"),
                "open": s.write_pdf("open/doc.pdf", "open")}
     s.write("prot/page.html", "<p>x</p>\n")
-    s.write("cgi/report", CGI, mode=0o755)
+    s.write_pdf_cgi("prot/report", "prot/doc.pdf")
     s.configure(CONFIG)
     s.start()
     return s
@@ -186,9 +180,9 @@ def test_every_request_log_line_names_the_document_path(srv):
 def test_control_characters_in_the_path_are_escaped_in_the_log(srv):
     # A script with path info: judged, so logged, whatever the path says.
     offset = srv.error_log_size()
-    r = srv.get("/cgi/report/a%0aPDFTOKEN00004:%20forged")
+    r = srv.get("/prot/report/a%0aPDFTOKEN00004:%20forged")
     assert r.status == 302, r
     text = srv.error_log_since(offset)
-    assert "PDFTOKEN00002: /cgi/report/a\\nPDFTOKEN00004: forged: no token" \
+    assert "PDFTOKEN00002: /prot/report/a\\nPDFTOKEN00004: forged: no token" \
         in text, text
     assert not re.search(r"^PDFTOKEN00004", text, re.M), text
