@@ -182,6 +182,7 @@ def enter_private_network():
         return False
     os.environ[NETNS_ENV] = "1"
     sys.stdout.flush()
+    # the driver again (run.py, not this file), with its arguments
     os.execvp("unshare", ["unshare", "--net", "--", sys.executable,
-                          os.path.abspath(__file__)] + sys.argv[1:])
+                          os.path.abspath(sys.argv[0])] + sys.argv[1:])
     return False  # not reached

@@ -218,8 +218,6 @@ readfile(%(data)r);
 
 CGI_REPORT = r"""#!/usr/bin/python3
 import os, sys
-
-HERE = Path(__file__).resolve().parent
 with open(%(seen)r, "a") as f:
     f.write(os.environ.get("QUERY_STRING", "") + "\n")
 data = open(%(data)r, "rb").read()
