@@ -1,0 +1,218 @@
+// Licensed under the Apache License, Version 2.0; see LICENSE.
+//
+// c1-c4, c7a, c7b, d1-d3: links, scripts and typed URLs to protected PDFs.
+
+import { decisions, logFor } from '../lib/accesslog.mjs';
+import { B, cfg } from '../lib/config.mjs';
+import { NO_PAGE_FRAGMENT, expectInline, notePageFragmentShown } from '../lib/expect.mjs';
+import { newPage, startGoto } from '../lib/launch.mjs';
+import { check, limit, runCase } from '../lib/results.mjs';
+import { renderedShot, screenshot } from '../lib/screenshot.mjs';
+import { fragmentOf, queryToken, tokenExpiry, urlOf } from '../lib/urls.mjs';
+import { viewerState, waitForViewer } from '../lib/viewer.mjs';
+import { sleep, waitFor } from '../lib/wait.mjs';
+
+export async function caseLinkClick(ctx) {
+  await runCase('c1', async (r) => {
+    const c = cfg.cases.c1;
+    const page = await newPage(ctx, r);
+    await page.goto(c.attacker, { waitUntil: 'load', timeout: 15000 });
+    await page.click('#go');
+    const { view } = await expectInline(r, ctx, page, c);
+    r.outcome = view ? `inline, viewer p.${view.page}/${view.pages || '?'}` : 'not inline';
+    await page.close();
+  });
+}
+
+// d1-d3: a PDF made by PHP-FPM, a proxied application, a CGI script, at
+// a URL without .pdf (judged after the handler): a cross-site link with the
+// attacker's fragment, like c1, must end inline after one 302.  run.py
+// checks afterwards what query each back end received.
+export async function caseDynamic(ctx) {
+  for (const id of ['d1', 'd2', 'd3']) {
+    await runCase(id, async (r) => {
+      const c = cfg.cases[id];
+      const page = await newPage(ctx, r);
+      await page.goto(c.attacker, { waitUntil: 'load', timeout: 15000 });
+      await page.click('#go');
+      const { view } = await expectInline(r, ctx, page, c);
+      r.outcome = view ? `inline, viewer p.${view.page}/${view.pages || '?'}` : 'not inline';
+      await page.close();
+    });
+  }
+}
+
+export async function caseScript(ctx) {
+  await runCase('c2a', async (r) => {
+    const c = cfg.cases.c2a;
+    const page = await newPage(ctx, r);
+    startGoto(page, c.attacker); // its script navigates away after 300 ms
+    const { view } = await expectInline(r, ctx, page, c);
+    r.outcome = view ? 'inline' : 'not inline';
+    await page.close();
+  });
+  await runCase('c2b', async (r) => {
+    const c = cfg.cases.c2b;
+    const page = await newPage(ctx, r);
+    startGoto(page, c.attackUrl);
+    const { view } = await expectInline(r, ctx, page, c);
+    r.outcome = view ? 'inline' : 'not inline';
+    await page.close();
+  });
+}
+
+export async function casePage2(ctx) {
+  await runCase('c3', async (r) => {
+    const c = cfg.cases.c3;
+    // Control: without the module the viewer honours #page=2.
+    const ctl = await newPage(ctx, r);
+    startGoto(ctl, c.control.pageUrl);
+    const cv = await waitForViewer(ctl, () => ctl.mainFrame(), c.control.label);
+    await sleep(300);
+    const cview = await viewerState(ctl, ctl.mainFrame());
+    if (B === 'webkit' && cview.page === 1) {
+      notePageFragmentShown(false);
+      limit(r, NO_PAGE_FRAGMENT);
+    } else {
+      check(r, cview.page === 2,
+            `control: unprotected doc.pdf#page=2 opened on page ${cview.page}, so the ` +
+            'viewer\'s page cannot be measured');
+    }
+    const ctlUrl = await urlOf(ctl);
+    check(r, fragmentOf(ctlUrl) === 'page=2', `control: URL ${ctlUrl}`);
+    await ctl.close();
+    // Protected: the redirect drops #page=2 like any fragment.
+    const page = await newPage(ctx, r);
+    startGoto(page, c.pageUrl);
+    const { view } = await expectInline(r, ctx, page, c);
+    await sleep(300);
+    const after = await viewerState(page, page.mainFrame());
+    check(r, after.page === 1, `protected doc opened on page ${after.page}, expected 1`);
+    r.outcome = view ? `inline, page ${after.page} (control: page ${cview.page || cv.page})` : 'not inline';
+    await page.close();
+  });
+}
+
+export async function caseProbe(ctx) {
+  await runCase('c4', async (r) => {
+    const c = cfg.cases.c4;
+    const reported = {};
+    for (const name of ['c4-control', 'c4']) {
+      const p = c[name];
+      const page = await newPage(ctx, r);
+      await page.goto(p.attacker, { waitUntil: 'load', timeout: 15000 });
+      await page.click('#go');
+      const rep = await waitFor(() => logFor(p.report)[0], 15000,
+                                `${name}: the probe's report in the access log`);
+      reported[name] = rep.params.get('hash');
+      await waitFor(async () => (await urlOf(page)).includes('/probe.html'), 5000, 'the probe page');
+      const shown = await waitFor(
+        () => page.evaluate(() => document.getElementById('hash') &&
+                            document.getElementById('hash').textContent),
+        5000, 'the probe to show the hash');
+      await sleep(400); // the probe's eval runs on a timer
+      if (B === 'webkit') await page.flushDialogs(); // WebDriver sees an alert on a command
+      const finalUrl = await urlOf(page);
+      const seq = decisions(logFor(p.path));
+      if (name === 'c4') {
+        check(r, reported[name] === '', `probe reported hash ${JSON.stringify(reported[name])}`);
+        check(r, shown === '""', `probe page shows hash ${shown}`);
+        check(r, fragmentOf(finalUrl) === '' || fragmentOf(finalUrl) === null,
+              `final URL ${finalUrl}`);
+        check(r, JSON.stringify(seq) === JSON.stringify(['redirect', 'pass']),
+              `access log: expected [redirect, pass], got ${JSON.stringify(seq)}`);
+        const pass = logFor(p.path).find((e) => e.tag === 'pass');
+        check(r, pass && pass.cookieMatch, 'the pass request did not carry the matching cookie');
+        check(r, r.dialogs.length === 0, `the probe ran the fragment's script: ${r.dialogs}`);
+      } else {
+        // The control proves the probe works: it sees the fragment and the
+        // "vulnerable" page runs it.
+        check(r, reported[name] === c.expectedControlHash,
+              `control probe reported ${JSON.stringify(reported[name])}, expected ` +
+              `${JSON.stringify(c.expectedControlHash)}`);
+        check(r, r.dialogs.length === 1, `control probe: dialogs ${JSON.stringify(r.dialogs)}`);
+        r.controlDialogs = r.dialogs.splice(0);
+      }
+      await page.close();
+    }
+    r.outcome = `hash ${JSON.stringify(reported.c4)} (control: ` +
+      `${JSON.stringify(reported['c4-control'])}, ${r.controlDialogs.length} alert)`;
+  });
+}
+
+// Hold every follow-up request (the one that carries the token) for a
+// document until `n` of them are waiting, then let them all go: each visit
+// has had its redirect and its cookie before any sends its cookie back,
+// the order that breaks if one visit's cookie overwrites another's.
+// Returns { done }: a promise of 'all held', or of 'timeout' (then it
+// releases what it holds).
+
+export async function caseStale(ctx) {
+  await runCase('c7a', async (r) => {
+    const c = cfg.cases.c7a;
+    const first = await newPage(ctx, r);
+    startGoto(first, c.url);
+    const a = await expectInline(r, ctx, first, c, { shot: 'c7a-first' });
+    const stale = a.url.split('#')[0];
+    const t1 = queryToken(stale);
+    await first.close();
+    // Wait until the token (and its cookie, Max-Age = timeout) is past.
+    const wait = tokenExpiry(t1) * 1000 + 1200 - Date.now();
+    if (wait > 0) await sleep(wait);
+    const since = logFor(c.path).length;
+    const page = await newPage(ctx, r);
+    const attackUrl = stale + '#x=javascript:alert(document.domain)';
+    startGoto(page, attackUrl);
+    // The contract (R4): the stale token reaches the server and heals.  A
+    // browser that shows its cached copy instead never asks the server,
+    // and keeps whatever fragment the link carried.
+    const seen = await waitFor(async () => {
+      if (logFor(c.path).length > since) return 'server';
+      try {
+        const v = await viewerState(page, () => page.mainFrame());
+        if (v.contentType === 'application/pdf' && v.title && v.title.startsWith(c.label)) {
+          return 'cache';
+        }
+      } catch { /* not there yet */ }
+      return null;
+    }, 15000, 'a request to the server or a rendered page');
+    if (seen === 'cache') {
+      await sleep(1500);
+      if (logFor(c.path).length === since) {
+        const v = await viewerState(page, () => page.mainFrame());
+        const shot = await renderedShot(page, 'c7a-stale-from-cache');
+        r.failures.push('the stale tokenized URL was shown from the browser cache without any ' +
+                        `request to the server (R2 sends Cache-Control: private, no max-age; the ` +
+                        `document has Last-Modified 30 days ago): page on ${await urlOf(page)}, ` +
+                        `location.hash ${JSON.stringify(v.hash)}, viewer on "${v.title}", ` +
+                        `screenshot ${shot.rendered ? 'rendered' : 'blank'}`);
+        r.outcome = `NOT healed: served from browser cache, hash ${JSON.stringify(v.hash)}`;
+        await page.close();
+        return;
+      }
+    }
+    const b = await expectInline(r, ctx, page, c, { since, shot: 'c7a-stale' });
+    const entries = logFor(c.path).slice(since);
+    check(r, entries[0] && entries[0].token === t1,
+          'the first request of the second visit did not carry the stale token');
+    const t2 = queryToken(b.url);
+    check(r, t2 && t2 !== t1, 'the healed URL did not get a fresh token');
+    r.outcome = b.view ? 'healed: 1 redirect, inline' : 'not inline';
+    await page.close();
+  });
+}
+
+export async function caseStaleLink(ctx) {
+  await runCase('c7b', async (r) => {
+    const c = cfg.cases.c7b;
+    const page = await newPage(ctx, r);
+    await page.goto(c.attacker, { waitUntil: 'load', timeout: 15000 });
+    await page.click('#go');
+    const { url, entries, view } = await expectInline(r, ctx, page, c);
+    check(r, entries[0] && entries[0].token === c.staleToken,
+          'the first request did not carry the stale token');
+    check(r, queryToken(url) !== c.staleToken, 'the final URL still has the stale token');
+    r.outcome = view ? 'healed: 1 redirect, inline' : 'not inline';
+    await page.close();
+  });
+}
