@@ -1098,13 +1098,15 @@ static const struct {
      | (1ULL << 19) | (1ULL << 20) | (1ULL << 22) | (1ULL << 24)               \
      | (1ULL << 26) | (1ULL << 34))
 
+#define IS_KNOWN_LENGTH(len) ((len) < 64 && ((KNOWN_LENGTHS >> (len)) & 1))
+
 /* The kind of type[0..len) (any case) among known_types, else
  * KIND_OTHER. */
 static type_kind known_kind(const char *type, size_t len)
 {
     size_t i;
 
-    if (len >= 64 || !((KNOWN_LENGTHS >> len) & 1)) {
+    if (!IS_KNOWN_LENGTH(len)) {
         return KIND_OTHER;
     }
     for (i = 0; i < NELTS(known_types); i++) {
@@ -1116,6 +1118,15 @@ static type_kind known_kind(const char *type, size_t len)
     return KIND_OTHER;
 }
 
+/* The kind of the one type a value holds, type[0..len) as the one-pass
+ * reading found it. */
+static type_kind single_kind(const char *type, size_t len,
+                             const char *const *types, size_t ntypes)
+{
+    return ntypes && in_list(type, len, types, ntypes) ? KIND_PDF
+                                                       : known_kind(type, len);
+}
+
 static type_kind kind_of(const char *value, size_t len,
                          const char *const *types, size_t ntypes)
 {
@@ -1125,9 +1136,7 @@ static type_kind kind_of(const char *value, size_t len,
     if (single_bounds(value, len, &b, &e)) {
         /* One type, its essence what both readings see (nearly every
          * response): compared once, without the general parse. */
-        return ntypes && in_list(value + b, e - b, types, ntypes)
-                   ? KIND_PDF
-                   : known_kind(value + b, e - b);
+        return single_kind(value + b, e - b, types, ntypes);
     }
     if (pdftoken_type_listed(value, len, pdftoken_pdf_types,
                              pdftoken_pdf_ntypes)
@@ -1177,10 +1186,10 @@ pdftoken_render pdftoken_classify(const pdftoken_response *resp)
     return kind == KIND_TEXT ? PDFTOKEN_PDF_IF_BODY : PDFTOKEN_NOT_PDF;
 }
 
-pdftoken_render pdftoken_classify_type(const char *value, size_t len,
-                                       const char *const *types, size_t ntypes)
+/* What a kind says before the other headers count. */
+static pdftoken_render kind_says(type_kind kind)
 {
-    switch (kind_of(value, len, types, ntypes)) {
+    switch (kind) {
     case KIND_PDF:
         return PDFTOKEN_PDF;
     case KIND_OTHER:
@@ -1188,6 +1197,69 @@ pdftoken_render pdftoken_classify_type(const char *value, size_t len,
     default:
         return PDFTOKEN_PDF_IF_BODY;
     }
+}
+
+pdftoken_render pdftoken_classify_type(const char *value, size_t len,
+                                       const char *const *types, size_t ntypes)
+{
+    return kind_says(kind_of(value, len, types, ntypes));
+}
+
+/*
+ * single_bounds() on a NUL-terminated value: the NUL ends every run, since
+ * it is neither a token character nor whitespace, so no length is needed.
+ * The same conditions; the unit tests and the fuzzer hold the two to the
+ * same answers.
+ */
+static int single_bounds_str(const char *value, size_t *b, size_t *e)
+{
+    const char *p = value, *type, *slash;
+
+    while (is_http_space((unsigned char)*p)) {
+        p++;
+    }
+    type = p;
+    while (token_chars[(unsigned char)*p]) {
+        p++;
+    }
+    if (p == type || *p != '/') {
+        return 0;
+    }
+    slash = p++;
+    while (token_chars[(unsigned char)*p]) {
+        p++;
+    }
+    *b = (size_t)(type - value);
+    *e = (size_t)(p - value);
+    while (is_http_space((unsigned char)*p)) {
+        p++;
+    }
+    if (*p == ';') {
+        /* Parameters, but no ',' that would make a list. */
+        while (*p != '\0' && *p != ',') {
+            p++;
+        }
+    }
+    return value + *e != slash + 1 && *e - *b <= PDFTOKEN_TYPE_MAX && *p == '\0'
+           && !(*e - *b == 3 && type[0] == '*' && type[2] == '*');
+}
+
+pdftoken_render pdftoken_classify_type_str(const char *value,
+                                           const char *const *types,
+                                           size_t ntypes)
+{
+    size_t b, e;
+
+    if (value != NULL && single_bounds_str(value, &b, &e)) {
+        /* Most types of the web (text/html, image/png) are settled by
+         * their length alone. */
+        if (ntypes == 0 && !IS_KNOWN_LENGTH(e - b)) {
+            return PDFTOKEN_NOT_PDF;
+        }
+        return kind_says(single_kind(value + b, e - b, types, ntypes));
+    }
+    return pdftoken_classify_type(value, value ? strlen(value) : 0, types,
+                                  ntypes);
 }
 
 int pdftoken_sniff_pdf(const unsigned char *body, size_t len)

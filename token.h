@@ -361,6 +361,17 @@ pdftoken_render pdftoken_classify_type(const char *value, size_t len,
                                        const char *const *types, size_t ntypes);
 
 /*
+ * pdftoken_classify_type() of a NUL-terminated value (httpd keeps
+ * Content-Type so): the same answer, but the common value, one type and
+ * perhaps parameters, is read in one pass without measuring it first.
+ * Every response of a protected scope is classified once, so this is
+ * the cheapest reading of it.  value may be NULL.
+ */
+pdftoken_render pdftoken_classify_type_str(const char *value,
+                                           const char *const *types,
+                                           size_t ntypes);
+
+/*
  * For PDFTOKEN_PDF_IF_BODY: do the first len bytes of the body make it a
  * PDF?  1 when "%PDF-" starts the body (after whitespace, which no
  * engine was measured to skip but which costs nothing to allow), 0 when
