@@ -132,27 +132,30 @@ typedef enum {
 } watch_mode;
 
 /*
- * Kept on each request_rec of a protected request.  On the initial
- * request it also holds the verdict and what was added to the answer, so
- * that internal redirects (mod_rewrite, ErrorDocument), which share its
- * err_headers_out, neither judge nor add anything twice.
+ * Kept on each request_rec of a protected request, made by
+ * protected_request() in the fixup.  On the initial request it also holds
+ * the verdict and what was added to the answer, so that internal
+ * redirects (mod_rewrite, ErrorDocument), which share its err_headers_out,
+ * neither judge nor add anything twice.  Every request of a protected
+ * scope makes one, so only what comes before pr is zeroed (a few
+ * stores, not a loop): pr is filled in at once.
  */
 struct req_state {
-    preq pr;
     watch_mode mode; /* this request's output filter, inserted later */
     int judged;      /* initial request: v holds the verdict, and
                       * cookies the Cookie header it read */
-    const char *cookies;
     verdict v;
-    int marked;          /* initial request: surplus cookies expired */
+    int marked;    /* initial request: surplus cookies expired */
+    int kept_made; /* initial request: kept is made */
+    const char *cookies;
     const char *clean;   /* initial request: its URL without the token,
-                        * escaped for a header; NULL until needed */
-    int kept_made;       /* initial request: kept is made */
+                          * escaped for a header; NULL until needed */
     const char *kept;    /* initial request: its query without the token
                           * (NULL: none left) */
     const char *settled; /* this request: a type that can be no PDF
                           * (type_says), as the fixup saw it */
     const char *scheme;  /* initial request: ap_http_scheme, once asked */
+    preq pr;             /* this request, as protected_request() found it */
 };
 
 /* What the first bytes of a body without a valid type say. */
@@ -604,7 +607,7 @@ static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
     size_t n;
 
     types = extra_types(conf, &n);
-    return pdftoken_classify_type(ctype, ctype ? strlen(ctype) : 0, types, n);
+    return pdftoken_classify_type_str(ctype, types, n);
 }
 
 /* Is c the lower-case ASCII letter l, in either case?  OR-ing 0x20 maps
@@ -612,7 +615,7 @@ static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
  * tolower(), which costs a call per byte. */
 #define IS_LETTER(c, l) (((unsigned char)(c) | 0x20) == (l))
 
-static int ends_in_pdf(const char *path)
+static APR_INLINE int ends_in_pdf(const char *path)
 {
     size_t len = path ? strlen(path) : 0;
 
@@ -1052,12 +1055,13 @@ static const char *token_subject(request_rec *br, int bound, const char *path,
 }
 
 /* The state kept on r (state_of creates it). */
-static req_state *state_of(request_rec *r)
+static APR_INLINE req_state *state_of(request_rec *r)
 {
     req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
 
     if (!st) {
-        st = apr_pcalloc(r->pool, sizeof(*st));
+        st = apr_palloc(r->pool, sizeof(*st));
+        memset(st, 0, APR_OFFSETOF(req_state, pr));
         ap_set_module_config(r->request_config, &pdftoken_module, st);
     }
     return st;
@@ -1417,16 +1421,12 @@ static char *query_without_token(apr_pool_t *p, const char *s, size_t len,
  * "ProxyPass ... nocanon" and "RewriteRule ... [P,NE]", and after
  * mod_proxy's own fixup in any case.
  */
-static void strip_token(const preq *pr)
+static void strip_token_now(const preq *pr)
 {
     request_rec *r = pr->r;
-    const char *name;
+    const char *name = conf_name(pr->conf);
     char *q;
 
-    if (!r->args && !r->proxyreq) {
-        return; /* nearly every request: nothing to strip */
-    }
-    name = conf_name(pr->conf);
     if (r->args && r->args == pr->ir->parsed_uri.query) {
         /* The browser's own query, stripped once per initial request. */
         r->args = (char *)kept_query(pr);
@@ -1445,6 +1445,15 @@ static void strip_token(const preq *pr)
                 apr_pstrmemdup(r->pool, r->filename, q + 1 - r->filename), kept,
                 NULL)
                  : apr_pstrmemdup(r->pool, r->filename, q - r->filename);
+    }
+}
+
+/* Nearly every request has no query and goes to no proxy: nothing to
+ * strip, and this test costs the untouched path no call. */
+static APR_INLINE void strip_token(const preq *pr)
+{
+    if (pr->r->args || pr->r->proxyreq) {
+        strip_token_now(pr);
     }
 }
 
@@ -1525,11 +1534,10 @@ static void keep_from_cache(request_rec *r)
 }
 
 /* r's output filter, for insert_filter to add (or to do without). */
-static req_state *watch(request_rec *r, const preq *pr, watch_mode mode)
+static APR_INLINE req_state *watch(request_rec *r, watch_mode mode)
 {
-    req_state *st = r == pr->ir ? pr->ist : state_of(r);
+    req_state *st = state_of(r);
 
-    st->pr = *pr;
     st->mode = mode;
     return st;
 }
@@ -1561,7 +1569,7 @@ static int enforce(const preq *pr, verdict v, int after_handler)
         /* The last word on the headers waits until the handler and
          * mod_headers have set theirs. */
         strip_token(pr);
-        watch(r, pr, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
+        watch(r, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
     }
     else {
         tokenized_headers(pr, v);
@@ -2060,33 +2068,37 @@ static int is_exempt(const preq *pr)
  * SPEC section 2: is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
  * when that URL is protected, so is the answer, wherever it comes from.
- * Fills pr.
+ * Returns r's state with its preq filled in, or NULL.  The preq lives in
+ * the state, so that what follows the fixup reads it without a copy.
  */
-static int is_protected(request_rec *r, preq *pr)
+static req_state *protected_request(request_rec *r)
 {
     const dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &pdftoken_module);
+    request_rec *ir = initial_request(r);
+    req_state *st;
 
-    pr->r = r;
-    pr->ir = initial_request(r);
     if (conf->protect != 1) {
-        if (pr->ir == r) {
-            return 0;
+        if (ir == r) {
+            return NULL;
         }
-        conf = ap_get_module_config(pr->ir->per_dir_config, &pdftoken_module);
+        conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
         if (conf->protect != 1) {
-            return 0;
+            return NULL;
         }
     }
-    pr->conf = conf;
-    pr->sconf =
+    st = state_of(r);
+    st->pr.r = r;
+    st->pr.ir = ir;
+    st->pr.conf = conf;
+    st->pr.sconf =
         ap_get_module_config(r->server->module_config, &pdftoken_module);
     /* httpd decodes r->uri in place and parsed_uri.path is the same
      * string, so this is the browser's path even after mod_dir or
      * MultiViews have pointed r->uri at another file. */
-    pr->path = pr->ir->parsed_uri.path;
-    pr->ist = state_of(pr->ir);
-    return 1;
+    st->pr.path = ir->parsed_uri.path;
+    st->pr.ist = ir == r ? st : state_of(ir);
+    return st;
 }
 
 /*
@@ -2099,32 +2111,37 @@ static int is_static_pdf(const preq *pr, pdftoken_render *by_type)
     request_rec *r = pr->r;
 
     *by_type = PDFTOKEN_PDF_IF_BODY;
-    if (r->method_number != M_GET /* HEAD is M_GET too */
-        || is_missing_file(r)) {
+    if (r->method_number != M_GET) { /* HEAD is M_GET too */
         return 0;
     }
-    if (ends_in_pdf(r->uri)) {
-        return 1;
+    if (!ends_in_pdf(r->uri)) {
+        *by_type = type_says(pr->conf, r->content_type);
+        if (*by_type != PDFTOKEN_PDF) {
+            return 0;
+        }
     }
-    *by_type = type_says(pr->conf, r->content_type);
-    return *by_type == PDFTOKEN_PDF;
+    /* Only what would be judged needs the file: most answers are
+     * settled before this. */
+    return !is_missing_file(r);
 }
 
 static int pdftoken_fixup(request_rec *r)
 {
-    preq pr;
+    req_state *st;
+    const preq *pr;
     pdftoken_render by_type = PDFTOKEN_PDF_IF_BODY;
 
-    if (r->main || !is_protected(r, &pr)) {
+    if (r->main || !(st = protected_request(r))) {
         return DECLINED;
     }
-    if (is_exempt(&pr)) {
+    pr = &st->pr;
+    if (is_exempt(pr)) {
         /* Served as if unprotected: a plain inline PDF at the plain URL,
          * so private: a shared cache in front must not hand it to a
          * reader the expression would not match. */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
-                      log_path(pr.path));
+                      log_path(pr->path));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
         apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
         return DECLINED;
@@ -2135,51 +2152,36 @@ static int pdftoken_fixup(request_rec *r)
                                             "output bypasses the output "
                                             "filters, so PdfTokenProtect "
                                             "cannot judge it",
-                      log_path(pr.path));
+                      log_path(pr->path));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
         return HTTP_FORBIDDEN;
     }
     if (is_error_document(r)
-        || (!pr.ist->judged && !is_static_pdf(&pr, &by_type))) {
+        || (!pr->ist->judged && !is_static_pdf(pr, &by_type))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
-        req_state *st;
-
-        strip_token(&pr);
-        st = watch(r, &pr, WATCH_UNJUDGED);
+        strip_token(pr);
+        st->mode = WATCH_UNJUDGED;
         if (by_type == PDFTOKEN_NOT_PDF) {
             st->settled = r->content_type;
         }
         return DECLINED;
     }
-    if (!pr.path) {
+    if (!pr->path) {
         /* Only "OPTIONS *" lacks a path, and it is no GET. */
         return HTTP_BAD_REQUEST;
     }
     /* Section 4: judged once per initial request; internal redirects that
      * follow carry out the same verdict. */
-    return enforce(&pr, verdict_of(&pr), 0);
-}
-
-/* Does s begin with the major type major ("text", lower case, letters
- * only) and a '/', in any case? */
-static int has_major(const char *s, const char *major, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (!IS_LETTER(s[i], major[i])) {
-            return 0;
-        }
-    }
-    return s[len] == '/';
+    return enforce(pr, verdict_of(pr), 0);
 }
 
 /*
  * An untouched static file: a type the fixup saw and found can be no PDF,
  * still the same, and of a kind no module takes for a handler's name
  * (text, images, sound, video, fonts; AddType application/x-httpd-php is
- * a handler's).
+ * a handler's).  The major type is compared byte by byte, so that a
+ * shorter type ends the test at its NUL.
  */
 static int is_plain_static(const request_rec *r, const req_state *st)
 {
@@ -2190,15 +2192,20 @@ static int is_plain_static(const request_rec *r, const req_state *st)
     }
     switch (*t | 0x20) {
     case 't':
-        return has_major(t, "text", 4);
+        return IS_LETTER(t[1], 'e') && IS_LETTER(t[2], 'x')
+               && IS_LETTER(t[3], 't') && t[4] == '/';
     case 'i':
-        return has_major(t, "image", 5);
+        return IS_LETTER(t[1], 'm') && IS_LETTER(t[2], 'a')
+               && IS_LETTER(t[3], 'g') && IS_LETTER(t[4], 'e') && t[5] == '/';
     case 'a':
-        return has_major(t, "audio", 5);
+        return IS_LETTER(t[1], 'u') && IS_LETTER(t[2], 'd')
+               && IS_LETTER(t[3], 'i') && IS_LETTER(t[4], 'o') && t[5] == '/';
     case 'v':
-        return has_major(t, "video", 5);
+        return IS_LETTER(t[1], 'i') && IS_LETTER(t[2], 'd')
+               && IS_LETTER(t[3], 'e') && IS_LETTER(t[4], 'o') && t[5] == '/';
     case 'f':
-        return has_major(t, "font", 4);
+        return IS_LETTER(t[1], 'o') && IS_LETTER(t[2], 'n')
+               && IS_LETTER(t[3], 't') && t[4] == '/';
     default:
         return 0;
     }
