@@ -71,6 +71,21 @@ static int is_tchar(char c)
            || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
+/* ct[0..len) and then c, in a heap block of exactly that size. */
+static char *copy_plus(const char *ct, size_t len, char c)
+{
+    char *p = malloc(len + 1);
+
+    if (p == NULL) {
+        abort();
+    }
+    if (len) {
+        memcpy(p, ct, len);
+    }
+    p[len] = c;
+    return p;
+}
+
 /* The NUL-terminated reading of ct as httpd would hold it (up to its
  * first NUL) says what the measured one says, with an extra type too. */
 static void check_str_reading(const char *ct, size_t ctlen)
@@ -78,15 +93,8 @@ static void check_str_reading(const char *ct, size_t ctlen)
     static const char *const extra[] = {"a/b"};
     const char *nul = ct ? memchr(ct, '\0', ctlen) : NULL;
     size_t len = nul ? (size_t)(nul - ct) : ctlen;
-    char *str = malloc(len + 1);
+    char *str = copy_plus(ct, len, '\0');
 
-    if (str == NULL) {
-        abort();
-    }
-    if (len) {
-        memcpy(str, ct, len);
-    }
-    str[len] = '\0';
     if (pdftoken_classify_type_str(ct ? str : NULL, NULL, 0)
             != pdftoken_classify_type(ct ? str : NULL, len, NULL, 0)
         || pdftoken_classify_type_str(ct ? str : NULL, extra, 1)
@@ -103,17 +111,10 @@ static void check_single_essence(const char *ct, size_t ctlen)
     char quick[PDFTOKEN_TYPE_MAX + 1], full[PDFTOKEN_TYPE_MAX + 1];
     const char *list[1];
     size_t n = pdftoken_single_essence(ct, ctlen, quick);
-    char *listed = malloc(ctlen + 1);
-
     /* A ',' after the value adds an empty piece, which changes nothing,
      * but takes the general readings instead of the one-pass one. */
-    if (listed == NULL) {
-        abort();
-    }
-    if (ctlen) {
-        memcpy(listed, ct, ctlen);
-    }
-    listed[ctlen] = ',';
+    char *listed = copy_plus(ct, ctlen, ',');
+
     if (pdftoken_classify_type(ct, ctlen, NULL, 0)
         != pdftoken_classify_type(listed, ctlen + 1, NULL, 0)) {
         abort();
