@@ -80,6 +80,7 @@ typedef struct {
     int protect;                  /* -1 unset, 0 Off, 1 On */
     int timeout;                  /* -1 unset, else seconds */
     const char *name;             /* NULL unset */
+    size_t name_len;              /* name's length, when set */
     int fallback;                 /* -1 unset, else fallback_mode */
     apr_array_header_t *types;    /* NULL unset; lower case, beyond the
                                    * built-in pdftoken_pdf_types */
@@ -120,6 +121,7 @@ typedef struct {
     const srv_conf *sconf; /* the keys */
     const char *path;      /* ir's decoded URL path: what tokens are bound
                             * to; NULL only for "OPTIONS *" */
+    size_t path_len;       /* its length */
     req_state *ist;        /* ir's state: the verdict, once judged */
 } preq;
 
@@ -132,27 +134,32 @@ typedef enum {
 } watch_mode;
 
 /*
- * Kept on each request_rec of a protected request.  On the initial
- * request it also holds the verdict and what was added to the answer, so
- * that internal redirects (mod_rewrite, ErrorDocument), which share its
- * err_headers_out, neither judge nor add anything twice.
+ * Kept on each request_rec of a protected request, made by
+ * protected_request() in the fixup.  On the initial request it also holds
+ * the verdict and what was added to the answer, so that internal
+ * redirects (mod_rewrite, ErrorDocument), which share its err_headers_out,
+ * neither judge nor add anything twice.  Every request of a protected
+ * scope makes one, so only what comes before pr is zeroed (a few
+ * stores, not a loop): pr is filled in at once.
  */
 struct req_state {
-    preq pr;
     watch_mode mode; /* this request's output filter, inserted later */
     int judged;      /* initial request: v holds the verdict, and
                       * cookies the Cookie header it read */
-    const char *cookies;
     verdict v;
     int marked;          /* initial request: surplus cookies expired */
-    const char *clean;   /* initial request: its URL without the token,
-                        * escaped for a header; NULL until needed */
     int kept_made;       /* initial request: kept is made */
+    const char *cookies; /* initial request: its Cookie header */
+    size_t cookies_len;  /* and that header's length */
+    const char *clean;   /* initial request: its URL without the token,
+                          * escaped for a header; NULL until needed */
+    size_t clean_len;    /* and that URL's length */
     const char *kept;    /* initial request: its query without the token
                           * (NULL: none left) */
     const char *settled; /* this request: a type that can be no PDF
                           * (type_says), as the fixup saw it */
     const char *scheme;  /* initial request: ap_http_scheme, once asked */
+    preq pr;             /* this request, as protected_request() found it */
 };
 
 /* What the first bytes of a body without a valid type say. */
@@ -216,6 +223,7 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->protect = add->protect != -1 ? add->protect : base->protect;
     conf->timeout = add->timeout != -1 ? add->timeout : base->timeout;
     conf->name = add->name ? add->name : base->name;
+    conf->name_len = add->name ? add->name_len : base->name_len;
     conf->fallback = add->fallback != -1 ? add->fallback : base->fallback;
     conf->types = add->types ? add->types : base->types;
     conf->fragment = add->fragment != -1 ? add->fragment : base->fragment;
@@ -250,6 +258,12 @@ static int conf_timeout(const dir_conf *conf)
 static const char *conf_name(const dir_conf *conf)
 {
     return conf->name ? conf->name : NAME_DEFAULT;
+}
+
+/* conf_name()'s length, measured once, when the directive was read. */
+static size_t conf_name_len(const dir_conf *conf)
+{
+    return conf->name ? conf->name_len : sizeof(NAME_DEFAULT) - 1;
 }
 
 static fallback_mode conf_fallback(const dir_conf *conf)
@@ -343,6 +357,7 @@ static const char *set_name(cmd_parms *cmd, void *cfg, const char *arg)
                             cmd->cmd->name, arg, MAX_NAME_LEN);
     }
     ((dir_conf *)cfg)->name = arg;
+    ((dir_conf *)cfg)->name_len = len;
     return NULL;
 }
 
@@ -604,7 +619,7 @@ static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
     size_t n;
 
     types = extra_types(conf, &n);
-    return pdftoken_classify_type(ctype, ctype ? strlen(ctype) : 0, types, n);
+    return pdftoken_classify_type_str(ctype, types, n);
 }
 
 /* Is c the lower-case ASCII letter l, in either case?  OR-ing 0x20 maps
@@ -612,10 +627,8 @@ static pdftoken_render type_says(const dir_conf *conf, const char *ctype)
  * tolower(), which costs a call per byte. */
 #define IS_LETTER(c, l) (((unsigned char)(c) | 0x20) == (l))
 
-static int ends_in_pdf(const char *path)
+static APR_INLINE int ends_in_pdf(const char *path, size_t len)
 {
-    size_t len = path ? strlen(path) : 0;
-
     return len >= 4 && path[len - 4] == '.' && IS_LETTER(path[len - 3], 'p')
            && IS_LETTER(path[len - 2], 'd') && IS_LETTER(path[len - 1], 'f');
 }
@@ -667,23 +680,27 @@ static void make_escape_table(void)
 }
 
 /*
- * Percent-encode s[0..len) for esc: the bytes it keeps stay as they are,
- * every other byte (controls, space, non-ASCII above all) becomes %XX.
- * Everything this module writes into a header from the request passes
- * through here.  Returns s itself when nothing needs escaping and s ends
- * at len.
+ * Percent-encode the string s, of length len, for esc: the bytes it keeps
+ * stay as they are, every other byte (controls, space, non-ASCII above
+ * all) becomes %XX.  Everything this module writes into a header from the
+ * request passes through here.  Returns s itself when nothing needs
+ * escaping, and the result's length in *outlen (when not NULL).
  */
 static const char *pct_encode(apr_pool_t *p, const char *s, size_t len,
-                              escape esc)
+                              escape esc, size_t *outlen)
 {
     static const char hex[] = "0123456789ABCDEF";
     char *out, *o;
     size_t i = 0;
 
-    while (i < len && (kept_by[(unsigned char)s[i]] & esc)) {
+    /* No escape keeps the NUL: it ends this scan without a count. */
+    while (kept_by[(unsigned char)s[i]] & esc) {
         i++;
     }
-    if (i == len && s[len] == '\0') {
+    if (i == len) {
+        if (outlen) {
+            *outlen = len;
+        }
         return s;
     }
     out = apr_palloc(p, 3 * len + 1);
@@ -700,6 +717,9 @@ static const char *pct_encode(apr_pool_t *p, const char *s, size_t len,
         }
     }
     *o = '\0';
+    if (outlen) {
+        *outlen = (size_t)(o - out);
+    }
     return out;
 }
 
@@ -730,7 +750,7 @@ static const char *attachment_header(request_rec *r)
     if (!*name) {
         name = "document.pdf";
     }
-    else if (!ends_in_pdf(name)) {
+    else if (!ends_in_pdf(name, strlen(name))) {
         name = apr_pstrcat(r->pool, name, ".pdf", NULL);
     }
     ascii = apr_pstrdup(r->pool, name);
@@ -747,7 +767,7 @@ static const char *attachment_header(request_rec *r)
     }
     return apr_pstrcat(
         r->pool, "attachment; filename=\"", ascii, "\"; filename*=UTF-8''",
-        pct_encode(r->pool, name, strlen(name), ESC_FILENAME), NULL);
+        pct_encode(r->pool, name, strlen(name), ESC_FILENAME, NULL), NULL);
 }
 
 static void force_download(request_rec *r)
@@ -926,10 +946,10 @@ static int is_https(const preq *pr)
  * for the longest); returns its length.  The suffix lets two tabs hold two
  * tokens for one document without one cookie overwriting the other. */
 static size_t cookie_name(
-    int https, const char *name, const char *token,
+    int https, const char *name, size_t nlen, const char *token,
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1])
 {
-    size_t nlen = strlen(name), o = 0;
+    size_t o = 0;
 
     if (https) {
         memcpy(cname, HOST_PREFIX, HOST_PREFIX_LEN);
@@ -955,26 +975,17 @@ static size_t cookie_name(
  */
 #define MAX_COOKIES 8
 
-static void expire_surplus(const preq *pr, size_t keep)
+static void expire_surplus_now(const preq *pr, size_t keep)
 {
     request_rec *r = pr->r;
     const char *header = pr->ist->cookies, *name = conf_name(pr->conf);
     const char *path = pr->path;
     char prefix[HOST_PREFIX_LEN + MAX_NAME_LEN + 2];
     size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen = 0;
-    size_t nlen = strlen(name), hlen;
-    int https;
+    size_t nlen = conf_name_len(pr->conf), hlen = pr->ist->cookies_len;
+    int https = is_https(pr);
     const char *epath;
 
-    /* Each of ours is at least "<prefix><8>=; " long: a shorter header
-     * cannot hold more than keep of them. */
-    if (!header
-        || (hlen = strlen(header)) <= (keep + 1)
-                                          * (HOST_PREFIX_LEN + nlen + 1
-                                             + PDFTOKEN_SUFFIX_LEN + 3)) {
-        return;
-    }
-    https = is_https(pr);
     if (https) {
         memcpy(prefix, HOST_PREFIX, HOST_PREFIX_LEN);
         plen = HOST_PREFIX_LEN;
@@ -992,7 +1003,8 @@ static void expire_surplus(const preq *pr, size_t keep)
     n = n - keep < sizeof(starts) / sizeof(starts[0])
             ? n - keep
             : sizeof(starts) / sizeof(starts[0]);
-    epath = https ? "/" : pct_encode(r->pool, path, strlen(path), ESC_PATH);
+    epath =
+        https ? "/" : pct_encode(r->pool, path, pr->path_len, ESC_PATH, NULL);
     for (i = 0; i < n; i++) {
         apr_table_addn(
             r->err_headers_out, "Set-Cookie",
@@ -1008,19 +1020,31 @@ static void expire_surplus(const preq *pr, size_t keep)
                   log_path(path), n, (int)keep);
 }
 
-/* Is there a cookie of q's name whose value is q in header, the request's
- * Cookie header (NULL: none)? */
-static int has_matching_cookie(const preq *pr, const char *header,
-                               const char *name, const char *q, size_t qlen)
+/* Each of ours is at least "<prefix><8>=; " long: a shorter Cookie header
+ * (nearly every one) cannot hold more than keep of them. */
+static APR_INLINE void expire_surplus(const preq *pr, size_t keep)
+{
+    if (pr->ist->cookies_len > (keep + 1)
+                                   * (HOST_PREFIX_LEN + conf_name_len(pr->conf)
+                                      + 1 + PDFTOKEN_SUFFIX_LEN + 3)) {
+        expire_surplus_now(pr, keep);
+    }
+}
+
+/* Is there a cookie of q's name whose value is q in the initial request's
+ * Cookie header? */
+static int has_matching_cookie(const preq *pr, const char *q, size_t qlen)
 {
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     size_t clen;
 
-    if (!header || qlen != PDFTOKEN_LEN) {
+    if (!pr->ist->cookies || qlen != PDFTOKEN_LEN) {
         return 0;
     }
-    clen = cookie_name(is_https(pr), name, q, cname);
-    return pdftoken_cookie_match(header, strlen(header), cname, clen, q, qlen);
+    clen = cookie_name(is_https(pr), conf_name(pr->conf),
+                       conf_name_len(pr->conf), q, cname);
+    return pdftoken_cookie_match(pr->ist->cookies, pr->ist->cookies_len, cname,
+                                 clen, q, qlen);
 }
 
 /*
@@ -1033,9 +1057,9 @@ static int has_matching_cookie(const preq *pr, const char *header,
  * with strlen), so "path NUL address" never equals another path.
  */
 static const char *token_subject(request_rec *br, int bound, const char *path,
-                                 size_t *len)
+                                 size_t plen, size_t *len)
 {
-    size_t plen = strlen(path), alen;
+    size_t alen;
     char *subject;
 
     if (!bound || !br->useragent_ip) {
@@ -1052,101 +1076,118 @@ static const char *token_subject(request_rec *br, int bound, const char *path,
 }
 
 /* The state kept on r (state_of creates it). */
-static req_state *state_of(request_rec *r)
+static APR_INLINE req_state *state_of(request_rec *r)
 {
     req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
 
     if (!st) {
-        st = apr_pcalloc(r->pool, sizeof(*st));
+        st = apr_palloc(r->pool, sizeof(*st));
+        memset(st, 0, APR_OFFSETOF(req_state, pr));
         ap_set_module_config(r->request_config, &pdftoken_module, st);
     }
     return st;
 }
 
-/* target (path and query, escaped) as an absolute URL on this server, the
- * way ap_construct_url() makes it but without its printf, between before
- * and after. */
-static const char *absolute_url(const preq *pr, const char *before,
-                                const char *target, const char *after)
+/*
+ * target[0..tlen) (path and query, escaped) as an absolute URL on this
+ * server, the way ap_construct_url() makes it but without its printf.  It
+ * starts pre bytes into the buffer returned, which has room for post more
+ * bytes after it (and for a NUL after those): the caller writes what goes
+ * around it.  *len is the URL's length.
+ */
+static char *absolute_url(const preq *pr, size_t pre, const char *target,
+                          size_t tlen, size_t post, size_t *len)
 {
     request_rec *r = pr->r;
     apr_port_t port = ap_get_server_port(r);
+    const char *scheme = scheme_of(pr), *host = ap_get_server_name_for_url(r);
+    size_t slen = strlen(scheme), hlen = strlen(host), plen;
     char num[8], *n = num + sizeof(num);
-    const char *part[6];
-    size_t len[6], total = 0, i;
-    char *url, *o;
+    char *buf, *o;
+    unsigned int v = port, q;
 
     if (!ap_is_default_port(port, r)) {
         do {
-            *--n = (char)('0' + port % 10);
-            port /= 10;
-        } while (port);
+            q = v / 10;
+            *--n = (char)('0' + (v - q * 10));
+            v = q;
+        } while (v);
         *--n = ':';
     }
-    part[0] = before;
-    part[1] = scheme_of(pr);
-    part[2] = "://";
-    part[3] = ap_get_server_name_for_url(r);
-    part[4] = target;
-    part[5] = after;
-    for (i = 0; i < 6; i++) {
-        total += len[i] = strlen(part[i]);
-    }
-    total += (size_t)(num + sizeof(num) - n);
-    o = url = apr_palloc(r->pool, total + 1);
-    for (i = 0; i < 6; i++) {
-        memcpy(o, part[i], len[i]);
-        o += len[i];
-        if (i == 3) {
-            memcpy(o, n, (size_t)(num + sizeof(num) - n));
-            o += num + sizeof(num) - n;
-        }
-    }
-    *o = '\0';
-    return url;
+    plen = (size_t)(num + sizeof(num) - n);
+    *len = slen + 3 + hlen + plen + tlen;
+    buf = apr_palloc(r->pool, pre + *len + post + 1);
+    o = buf + pre;
+    memcpy(o, scheme, slen);
+    o += slen;
+    memcpy(o, "://", 3);
+    o += 3;
+    memcpy(o, host, hlen);
+    o += hlen;
+    memcpy(o, n, plen);
+    o += plen;
+    memcpy(o, target, tlen);
+    return buf;
 }
 
-/* The initial request's query without the token (NULL: nothing left),
- * made once: what the handler sees, and what the canonical URL keeps. */
-static const char *kept_query(const preq *pr)
+/*
+ * The initial request's query, read once for all that needs it: returns
+ * how many tokens it holds, with the first one's value in *q and *qlen,
+ * and keeps the query without them (NULL: nothing left), which the
+ * handler sees and the canonical URL keeps.
+ */
+static size_t read_query(const preq *pr, const char **q, size_t *qlen)
 {
     req_state *ist = pr->ist;
     const char *args = pr->ir->parsed_uri.query;
-    const char *name;
-    size_t alen;
+    size_t alen, klen = 0, count = 0;
     char *kept;
 
-    if (!ist->kept_made) {
-        ist->kept_made = 1;
-        ist->kept = args;
-        if (args && *args) {
-            name = conf_name(pr->conf);
-            alen = strlen(args);
-            kept = apr_palloc(pr->r->pool, alen + 1);
-            alen = pdftoken_query_strip(args, alen, name, strlen(name), kept);
-            ist->kept = alen ? kept : NULL;
-        }
+    ist->kept_made = 1;
+    ist->kept = args;
+    if (args && *args) {
+        alen = strlen(args);
+        kept = apr_palloc(pr->r->pool, alen + 1);
+        count =
+            pdftoken_query_split(args, alen, conf_name(pr->conf),
+                                 conf_name_len(pr->conf), q, qlen, kept, &klen);
+        ist->kept = klen ? kept : NULL;
     }
-    return ist->kept;
+    return count;
+}
+
+/* The initial request's query without the token (NULL: nothing left). */
+static const char *kept_query(const preq *pr)
+{
+    const char *q;
+    size_t qlen;
+
+    if (!pr->ist->kept_made) {
+        read_query(pr, &q, &qlen);
+    }
+    return pr->ist->kept;
 }
 
 /* The initial request's URL without the token, escaped for a header: what
  * the redirect adds its token to, and the canonical URL of a tokenized
  * answer.  Made once per initial request. */
-static const char *clean_target(const preq *pr)
+static const char *clean_target(const preq *pr, size_t *len)
 {
     req_state *ist = pr->ist;
     apr_pool_t *p = pr->r->pool;
     const char *kept = kept_query(pr);
 
     if (!ist->clean) {
-        ist->clean = pct_encode(p, pr->path, strlen(pr->path), ESC_PATH);
+        ist->clean =
+            pct_encode(p, pr->path, pr->path_len, ESC_PATH, &ist->clean_len);
         if (kept && *kept) {
-            ist->clean =
-                apr_pstrcat(p, ist->clean, "?",
-                            pct_encode(p, kept, strlen(kept), ESC_QUERY), NULL);
+            ist->clean = apr_pstrcat(
+                p, ist->clean, "?",
+                pct_encode(p, kept, strlen(kept), ESC_QUERY, NULL), NULL);
+            ist->clean_len = strlen(ist->clean);
         }
     }
+    *len = ist->clean_len;
     return ist->clean;
 }
 
@@ -1158,10 +1199,11 @@ static const char *clean_target(const preq *pr)
  */
 static int token_fits(const preq *pr)
 {
-    size_t len = strlen(pr->ir->method) + 1 + strlen(clean_target(pr)) + 1
-                 + strlen(conf_name(pr->conf)) + 1 + PDFTOKEN_LEN
-                 + sizeof(" HTTP/1.1") - 1;
+    size_t clen, len;
 
+    clean_target(pr, &clen);
+    len = strlen(pr->ir->method) + 1 + clen + 1 + conf_name_len(pr->conf) + 1
+          + PDFTOKEN_LEN + sizeof(" HTTP/1.1") - 1;
     return len <= (size_t)pr->r->server->limit_req_line;
 }
 
@@ -1188,19 +1230,16 @@ static verdict redirect_verdict(const preq *pr)
 }
 
 /* Judge the initial request by SPEC's table.  No side effect but the log. */
-static verdict judge(const preq *pr, const char *cookies)
+static verdict judge(const preq *pr)
 {
     request_rec *r = pr->r, *ir = pr->ir;
-    const char *name = conf_name(pr->conf);
-    const char *args = ir->parsed_uri.query ? ir->parsed_uri.query : "";
-    const char *q = NULL, *subject;
+    const char *q = NULL, *subject, *cookies = pr->ist->cookies;
     size_t qlen = 0, count, slen;
     uint64_t now = (uint64_t)apr_time_sec(r->request_time), expiry = 0;
     pdftoken_status st;
     int bound;
 
-    count =
-        pdftoken_query_find(args, strlen(args), name, strlen(name), &q, &qlen);
+    count = read_query(pr, &q, &qlen);
     if (count == 0) { /* R1 */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00002) "%s: no token: redirect",
@@ -1215,10 +1254,10 @@ static verdict judge(const preq *pr, const char *cookies)
         return redirect_verdict(pr);
     }
     bound = binds_address(ir, pr->conf);
-    subject = token_subject(ir, bound, pr->path, &slen);
+    subject = token_subject(ir, bound, pr->path, pr->path_len, &slen);
     st = pdftoken_verify(pr->sconf->keys, (size_t)pr->sconf->nkeys, q, qlen,
                          subject, slen, now, &expiry);
-    if (st == PDFTOKEN_OK && has_matching_cookie(pr, cookies, name, q, qlen)) {
+    if (st == PDFTOKEN_OK && has_matching_cookie(pr, q, qlen)) {
         ap_log_rerror(
             APLOG_MARK, APLOG_DEBUG, 0, r,
             PDFTOKEN_LOGNO(00004) "%s: valid token and matching cookie: "
@@ -1246,8 +1285,7 @@ static verdict judge(const preq *pr, const char *cookies)
             conf_fallback(pr->conf) == FALLBACK_DENY ? "denied" : "download");
         return fallback_verdict(pr);
     }
-    if (st == PDFTOKEN_BAD_TAG && bound
-        && has_matching_cookie(pr, cookies, name, q, qlen)) {
+    if (st == PDFTOKEN_BAD_TAG && bound && has_matching_cookie(pr, q, qlen)) {
         /* Its own cookie beside it: a token minted for another address
          * (or for none), planted with its cookie, or a reader whose
          * address changed between the redirect and the follow-up.  A
@@ -1282,7 +1320,8 @@ static verdict verdict_of(const preq *pr)
 
     if (!ist->judged) {
         ist->cookies = apr_table_get(pr->r->headers_in, "Cookie");
-        ist->v = judge(pr, ist->cookies);
+        ist->cookies_len = ist->cookies ? strlen(ist->cookies) : 0;
+        ist->v = judge(pr);
         ist->judged = 1;
     }
     return ist->v;
@@ -1319,17 +1358,18 @@ static pdftoken_status mint_token(const pdftoken_key *key, const char *subject,
 static const char *mint_redirect_url(const preq *pr)
 {
     request_rec *r = pr->r;
-    const char *name = conf_name(pr->conf), *clean = clean_target(pr);
+    const char *name = conf_name(pr->conf), *clean;
     char token[PDFTOKEN_LEN + 1];
     char cname[HOST_PREFIX_LEN + MAX_NAME_LEN + 1 + PDFTOKEN_SUFFIX_LEN + 1];
     const char *url, *cookie, *subject;
     int timeout = conf_timeout(pr->conf), https = is_https(pr);
     uint64_t now = (uint64_t)apr_time_sec(r->request_time);
-    size_t slen;
+    size_t slen, clen;
     pdftoken_status st;
 
-    subject =
-        token_subject(pr->ir, binds_address(pr->ir, pr->conf), pr->path, &slen);
+    clean = clean_target(pr, &clen);
+    subject = token_subject(pr->ir, binds_address(pr->ir, pr->conf), pr->path,
+                            pr->path_len, &slen);
     st = mint_token(&pr->sconf->keys[0], subject, slen, now + (uint64_t)timeout,
                     token);
     if (st != PDFTOKEN_OK) {
@@ -1348,10 +1388,11 @@ static const char *mint_redirect_url(const preq *pr)
      * and send every such reader to the fallback.  __Host- requires
      * Path=/ and Secure: over HTTPS the cookie is the host's, and the
      * name's nonce suffix still keeps tokens apart. */
-    cookie_name(https, name, token, cname);
+    cookie_name(https, name, conf_name_len(pr->conf), token, cname);
     cookie = apr_pstrcat(
         r->pool, cname, "=", token, "; Path=",
-        https ? "/" : pct_encode(r->pool, pr->path, strlen(pr->path), ESC_PATH),
+        https ? "/"
+              : pct_encode(r->pool, pr->path, pr->path_len, ESC_PATH, NULL),
         "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
         https ? "; Secure" : "", NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
@@ -1371,6 +1412,8 @@ static int redirect(const preq *pr, int may_page)
 {
     request_rec *r = pr->r;
     const char *url = mint_redirect_url(pr);
+    char *location;
+    size_t len;
 
     if (!url) {
         return HTTP_INTERNAL_SERVER_ERROR;
@@ -1388,7 +1431,9 @@ static int redirect(const preq *pr, int may_page)
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
-    apr_table_setn(r->headers_out, "Location", absolute_url(pr, "", url, ""));
+    location = absolute_url(pr, 0, url, strlen(url), 0, &len);
+    location[len] = '\0';
+    apr_table_setn(r->headers_out, "Location", location);
     /* An empty body: browsers follow the Location without showing one, and
      * httpd's default "Found" page would cost as much again as the token
      * (it HTML-escapes the whole URL).  Also keeps an ErrorDocument 302
@@ -1402,11 +1447,11 @@ static int redirect(const preq *pr, int may_page)
 
 /* Take the token out of s (a query), in place of it in p's memory. */
 static char *query_without_token(apr_pool_t *p, const char *s, size_t len,
-                                 const char *name)
+                                 const char *name, size_t nlen)
 {
     char *kept = apr_palloc(p, len + 1);
 
-    len = pdftoken_query_strip(s, len, name, strlen(name), kept);
+    len = pdftoken_query_strip(s, len, name, nlen, kept);
     return len ? kept : NULL;
 }
 
@@ -1417,27 +1462,25 @@ static char *query_without_token(apr_pool_t *p, const char *s, size_t len,
  * "ProxyPass ... nocanon" and "RewriteRule ... [P,NE]", and after
  * mod_proxy's own fixup in any case.
  */
-static void strip_token(const preq *pr)
+static void strip_token_now(const preq *pr)
 {
     request_rec *r = pr->r;
-    const char *name;
+    const char *name = conf_name(pr->conf);
+    size_t nlen = conf_name_len(pr->conf);
     char *q;
 
-    if (!r->args && !r->proxyreq) {
-        return; /* nearly every request: nothing to strip */
-    }
-    name = conf_name(pr->conf);
     if (r->args && r->args == pr->ir->parsed_uri.query) {
         /* The browser's own query, stripped once per initial request. */
         r->args = (char *)kept_query(pr);
     }
     else if (r->args && strstr(r->args, name)) {
-        r->args = query_without_token(r->pool, r->args, strlen(r->args), name);
+        r->args =
+            query_without_token(r->pool, r->args, strlen(r->args), name, nlen);
     }
     if (r->proxyreq && r->filename && !strncmp(r->filename, "proxy:", 6)
         && (q = strchr(r->filename, '?')) != NULL && strstr(q, name)) {
         const char *kept =
-            query_without_token(r->pool, q + 1, strlen(q + 1), name);
+            query_without_token(r->pool, q + 1, strlen(q + 1), name, nlen);
 
         r->filename =
             kept ? apr_pstrcat(
@@ -1445,6 +1488,15 @@ static void strip_token(const preq *pr)
                 apr_pstrmemdup(r->pool, r->filename, q + 1 - r->filename), kept,
                 NULL)
                  : apr_pstrmemdup(r->pool, r->filename, q - r->filename);
+    }
+}
+
+/* Nearly every request has no query and goes to no proxy: nothing to
+ * strip, and this test costs the untouched path no call. */
+static APR_INLINE void strip_token(const preq *pr)
+{
+    if (pr->r->args || pr->r->proxyreq) {
+        strip_token_now(pr);
     }
 }
 
@@ -1478,13 +1530,19 @@ static void inline_headers(request_rec *r)
      * tokenized URL with an attacker's fragment.  A handler's own
      * Cache-Control (public, max-age; a CGI's lands in err_headers_out)
      * must not stand beside it, nor a site's "Header always set
-     * Cache-Control". */
+     * Cache-Control".  err_headers_out is mostly empty: then there is
+     * nothing to look for or take out there. */
+    int err = !apr_is_empty_table(r->err_headers_out);
+
     apr_table_setn(r->headers_out, "Cache-Control", "private, no-store");
-    apr_table_unset(r->err_headers_out, "Cache-Control");
+    if (err) {
+        apr_table_unset(r->err_headers_out, "Cache-Control");
+    }
     if (!apr_table_get(r->headers_out, "Referrer-Policy")
-        && !apr_table_get(r->err_headers_out, "Referrer-Policy")) {
-        /* The tokenized URL must not leak to other sites. */
-        apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
+        && !(err && apr_table_get(r->err_headers_out, "Referrer-Policy"))) {
+        /* The tokenized URL must not leak to other sites.  Not in
+         * headers_out, as just asked: added without another search. */
+        apr_table_addn(r->headers_out, "Referrer-Policy", "same-origin");
     }
 }
 
@@ -1497,11 +1555,15 @@ static void inline_headers(request_rec *r)
  */
 static void tokenized_headers(const preq *pr, verdict v)
 {
+    static const char rel[] = ">; rel=\"canonical\"";
     request_rec *r = pr->r;
+    size_t clen, len;
+    const char *clean = clean_target(pr, &clen);
+    char *link = absolute_url(pr, 1, clean, clen, sizeof(rel) - 1, &len);
 
-    apr_table_addn(
-        r->headers_out, "Link",
-        absolute_url(pr, "<", clean_target(pr), ">; rel=\"canonical\""));
+    link[0] = '<';
+    memcpy(link + 1 + len, rel, sizeof(rel));
+    apr_table_addn(r->headers_out, "Link", link);
     if (v == VERDICT_FALLBACK) {
         force_download(r);
         apr_table_mergen(r->headers_out, "Cache-Control", "private");
@@ -1525,11 +1587,10 @@ static void keep_from_cache(request_rec *r)
 }
 
 /* r's output filter, for insert_filter to add (or to do without). */
-static req_state *watch(request_rec *r, const preq *pr, watch_mode mode)
+static APR_INLINE req_state *watch(request_rec *r, watch_mode mode)
 {
-    req_state *st = r == pr->ir ? pr->ist : state_of(r);
+    req_state *st = state_of(r);
 
-    st->pr = *pr;
     st->mode = mode;
     return st;
 }
@@ -1561,7 +1622,7 @@ static int enforce(const preq *pr, verdict v, int after_handler)
         /* The last word on the headers waits until the handler and
          * mod_headers have set theirs. */
         strip_token(pr);
-        watch(r, pr, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
+        watch(r, v == VERDICT_FALLBACK ? WATCH_FALLBACK : WATCH_PASS);
     }
     else {
         tokenized_headers(pr, v);
@@ -2003,7 +2064,7 @@ static int is_nph_script(const request_rec *r)
         return 0;
     }
     /* The handler first: nearly every request is no CGI, and its first
-     * letter says so. */
+     * letter or its length says so (text/html, application/pdf). */
     switch (*h | 0x20) {
     case 'c':
         if (strcasecmp(h, "cgi-script")) {
@@ -2011,7 +2072,7 @@ static int is_nph_script(const request_rec *r)
         }
         break;
     case 'a':
-        if (strncasecmp(h, "application/x-httpd-cgi", 23)) {
+        if (strlen(h) < 23 || strncasecmp(h, "application/x-httpd-cgi", 23)) {
             return 0;
         }
         break;
@@ -2060,33 +2121,38 @@ static int is_exempt(const preq *pr)
  * SPEC section 2: is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
  * when that URL is protected, so is the answer, wherever it comes from.
- * Fills pr.
+ * Returns r's state with its preq filled in, or NULL.  The preq lives in
+ * the state, so that what follows the fixup reads it without a copy.
  */
-static int is_protected(request_rec *r, preq *pr)
+static req_state *protected_request(request_rec *r)
 {
     const dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &pdftoken_module);
+    request_rec *ir = initial_request(r);
+    req_state *st;
 
-    pr->r = r;
-    pr->ir = initial_request(r);
     if (conf->protect != 1) {
-        if (pr->ir == r) {
-            return 0;
+        if (ir == r) {
+            return NULL;
         }
-        conf = ap_get_module_config(pr->ir->per_dir_config, &pdftoken_module);
+        conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
         if (conf->protect != 1) {
-            return 0;
+            return NULL;
         }
     }
-    pr->conf = conf;
-    pr->sconf =
+    st = state_of(r);
+    st->pr.r = r;
+    st->pr.ir = ir;
+    st->pr.conf = conf;
+    st->pr.sconf =
         ap_get_module_config(r->server->module_config, &pdftoken_module);
     /* httpd decodes r->uri in place and parsed_uri.path is the same
      * string, so this is the browser's path even after mod_dir or
      * MultiViews have pointed r->uri at another file. */
-    pr->path = pr->ir->parsed_uri.path;
-    pr->ist = state_of(pr->ir);
-    return 1;
+    st->pr.path = ir->parsed_uri.path;
+    st->pr.path_len = st->pr.path ? strlen(st->pr.path) : 0;
+    st->pr.ist = ir == r ? st : state_of(ir);
+    return st;
 }
 
 /*
@@ -2099,32 +2165,41 @@ static int is_static_pdf(const preq *pr, pdftoken_render *by_type)
     request_rec *r = pr->r;
 
     *by_type = PDFTOKEN_PDF_IF_BODY;
-    if (r->method_number != M_GET /* HEAD is M_GET too */
-        || is_missing_file(r)) {
+    if (r->method_number != M_GET) { /* HEAD is M_GET too */
         return 0;
     }
-    if (ends_in_pdf(r->uri)) {
-        return 1;
+    /* r->uri is the browser's path, measured already, unless mod_dir or
+     * a rewrite pointed it elsewhere. */
+    if (!ends_in_pdf(r->uri, r->uri == pr->path ? pr->path_len
+                             : r->uri           ? strlen(r->uri)
+                                                : 0)) {
+        *by_type = type_says(pr->conf, r->content_type);
+        if (*by_type != PDFTOKEN_PDF) {
+            return 0;
+        }
     }
-    *by_type = type_says(pr->conf, r->content_type);
-    return *by_type == PDFTOKEN_PDF;
+    /* Only what would be judged needs the file: most answers are
+     * settled before this. */
+    return !is_missing_file(r);
 }
 
 static int pdftoken_fixup(request_rec *r)
 {
-    preq pr;
+    req_state *st;
+    const preq *pr;
     pdftoken_render by_type = PDFTOKEN_PDF_IF_BODY;
 
-    if (r->main || !is_protected(r, &pr)) {
+    if (r->main || !(st = protected_request(r))) {
         return DECLINED;
     }
-    if (is_exempt(&pr)) {
+    pr = &st->pr;
+    if (is_exempt(pr)) {
         /* Served as if unprotected: a plain inline PDF at the plain URL,
          * so private: a shared cache in front must not hand it to a
          * reader the expression would not match. */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
-                      log_path(pr.path));
+                      log_path(pr->path));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
         apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
         return DECLINED;
@@ -2135,51 +2210,36 @@ static int pdftoken_fixup(request_rec *r)
                                             "output bypasses the output "
                                             "filters, so PdfTokenProtect "
                                             "cannot judge it",
-                      log_path(pr.path));
+                      log_path(pr->path));
         apr_table_setn(r->subprocess_env, "PDFTOKEN", "deny");
         return HTTP_FORBIDDEN;
     }
     if (is_error_document(r)
-        || (!pr.ist->judged && !is_static_pdf(&pr, &by_type))) {
+        || (!pr->ist->judged && !is_static_pdf(pr, &by_type))) {
         /* Judged after the handler if it turns out PDF-like; the handler
          * must not see the token either way. */
-        req_state *st;
-
-        strip_token(&pr);
-        st = watch(r, &pr, WATCH_UNJUDGED);
+        strip_token(pr);
+        st->mode = WATCH_UNJUDGED;
         if (by_type == PDFTOKEN_NOT_PDF) {
             st->settled = r->content_type;
         }
         return DECLINED;
     }
-    if (!pr.path) {
+    if (!pr->path) {
         /* Only "OPTIONS *" lacks a path, and it is no GET. */
         return HTTP_BAD_REQUEST;
     }
     /* Section 4: judged once per initial request; internal redirects that
      * follow carry out the same verdict. */
-    return enforce(&pr, verdict_of(&pr), 0);
-}
-
-/* Does s begin with the major type major ("text", lower case, letters
- * only) and a '/', in any case? */
-static int has_major(const char *s, const char *major, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (!IS_LETTER(s[i], major[i])) {
-            return 0;
-        }
-    }
-    return s[len] == '/';
+    return enforce(pr, verdict_of(pr), 0);
 }
 
 /*
  * An untouched static file: a type the fixup saw and found can be no PDF,
  * still the same, and of a kind no module takes for a handler's name
  * (text, images, sound, video, fonts; AddType application/x-httpd-php is
- * a handler's).
+ * a handler's).  The major type is compared byte by byte, so that a
+ * shorter type ends the test at its NUL.
  */
 static int is_plain_static(const request_rec *r, const req_state *st)
 {
@@ -2190,15 +2250,20 @@ static int is_plain_static(const request_rec *r, const req_state *st)
     }
     switch (*t | 0x20) {
     case 't':
-        return has_major(t, "text", 4);
+        return IS_LETTER(t[1], 'e') && IS_LETTER(t[2], 'x')
+               && IS_LETTER(t[3], 't') && t[4] == '/';
     case 'i':
-        return has_major(t, "image", 5);
+        return IS_LETTER(t[1], 'm') && IS_LETTER(t[2], 'a')
+               && IS_LETTER(t[3], 'g') && IS_LETTER(t[4], 'e') && t[5] == '/';
     case 'a':
-        return has_major(t, "audio", 5);
+        return IS_LETTER(t[1], 'u') && IS_LETTER(t[2], 'd')
+               && IS_LETTER(t[3], 'i') && IS_LETTER(t[4], 'o') && t[5] == '/';
     case 'v':
-        return has_major(t, "video", 5);
+        return IS_LETTER(t[1], 'i') && IS_LETTER(t[2], 'd')
+               && IS_LETTER(t[3], 'e') && IS_LETTER(t[4], 'o') && t[5] == '/';
     case 'f':
-        return has_major(t, "font", 4);
+        return IS_LETTER(t[1], 'o') && IS_LETTER(t[2], 'n')
+               && IS_LETTER(t[3], 't') && t[4] == '/';
     default:
         return 0;
     }

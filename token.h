@@ -128,7 +128,8 @@ pdftoken_status pdftoken_hmac(const pdftoken_key *key, const unsigned char *msg,
  * and a NUL into out and returns the number of characters.  decode is
  * strict: it refuses '=', any byte outside the alphabet, a length that
  * leaves one dangling character, non-zero padding bits, and output that
- * would exceed outcap; it returns the number of bytes, or -1.
+ * would exceed outcap; it returns the number of bytes, or -1 (and then
+ * what it wrote to out means nothing).
  */
 size_t pdftoken_b64url_encode(const unsigned char *in, size_t len, char *out);
 long pdftoken_b64url_decode(const char *in, size_t len, unsigned char *out,
@@ -227,6 +228,15 @@ size_t pdftoken_query_find(const char *args, size_t len, const char *name,
                            size_t namelen, const char **val, size_t *vallen);
 size_t pdftoken_query_strip(const char *args, size_t len, const char *name,
                             size_t namelen, char *out);
+
+/*
+ * Both in one pass, for a request that needs both (a tokenized one): the
+ * count, *val and *vallen as pdftoken_query_find gives them, and out and
+ * *outlen (the returned length) as pdftoken_query_strip writes them.
+ */
+size_t pdftoken_query_split(const char *args, size_t len, const char *name,
+                            size_t namelen, const char **val, size_t *vallen,
+                            char *out, size_t *outlen);
 
 /*
  * Cookie header: does it hold a cookie named exactly name[0..namelen)
@@ -359,6 +369,17 @@ pdftoken_render pdftoken_classify(const pdftoken_response *resp);
  */
 pdftoken_render pdftoken_classify_type(const char *value, size_t len,
                                        const char *const *types, size_t ntypes);
+
+/*
+ * pdftoken_classify_type() of a NUL-terminated value (httpd keeps
+ * Content-Type so): the same answer, but the common value, one type and
+ * perhaps parameters, is read in one pass without measuring it first.
+ * Every response of a protected scope is classified once, so this is
+ * the cheapest reading of it.  value may be NULL.
+ */
+pdftoken_render pdftoken_classify_type_str(const char *value,
+                                           const char *const *types,
+                                           size_t ntypes);
 
 /*
  * For PDFTOKEN_PDF_IF_BODY: do the first len bytes of the body make it a

@@ -1,8 +1,8 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * fuzz_query.c - libFuzzer target for pdftoken_query_find() and
- * pdftoken_query_strip().
+ * fuzz_query.c - libFuzzer target for pdftoken_query_find(),
+ * pdftoken_query_strip() and pdftoken_query_split().
  *
  * Input layout: the parameter name runs to the first '\n', the query
  * string (arbitrary bytes, NULs included) is everything after it.  Without
@@ -16,6 +16,7 @@
  *   - strip is idempotent, and agrees byte for byte with a reference
  *     split-filter-join;
  *   - a NULL query (len 0) finds nothing and strips to "";
+ *   - split gives find's count and value and strip's output and length;
  *   - find agrees with an independent walk over the '&'-separated
  *     parameters: the same count, and as value exactly the bytes after
  *     "name=" in the first one (empty, just after the name, for a bare
@@ -146,6 +147,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     olen2 = pdftoken_query_strip(out, olen, name, namelen, out2);
     if (olen2 != olen || memcmp(out2, out, olen) != 0) {
         abort();
+    }
+    /* One pass says what the two say apart. */
+    {
+        const char *sval = NULL, *fval = NULL;
+        size_t svallen = 0, fvallen = 0, slen = 0;
+
+        pdftoken_query_find(args, len, name, namelen, &fval, &fvallen);
+        if (pdftoken_query_split(args, len, name, namelen, &sval, &svallen,
+                                 out2, &slen)
+                != count
+            || (count > 0 && (sval != fval || svallen != fvallen))
+            || slen != olen || memcmp(out2, out, olen + 1) != 0) {
+            abort();
+        }
     }
 
     /* No query at all is ordinary: a NULL args finds nothing and strips to

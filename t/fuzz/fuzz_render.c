@@ -11,7 +11,9 @@
  *
  * Invariants (abort() on violation):
  *   - pdftoken_classify_type() says the same of a value and of that value
- *     followed by ',' (the general readings);
+ *     followed by ',' (the general readings), and
+ *     pdftoken_classify_type_str() the same of the value up to its first
+ *     NUL;
  *   - pdftoken_single_essence(), where it answers, gives the essence
  *     that pdftoken_mime_essence() gives, and that type is listed by
  *     pdftoken_type_listed() (and application/pdf only when it is that);
@@ -69,6 +71,39 @@ static int is_tchar(char c)
            || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
+/* ct[0..len) and then c, in a heap block of exactly that size. */
+static char *copy_plus(const char *ct, size_t len, char c)
+{
+    char *p = malloc(len + 1);
+
+    if (p == NULL) {
+        abort();
+    }
+    if (len) {
+        memcpy(p, ct, len);
+    }
+    p[len] = c;
+    return p;
+}
+
+/* The NUL-terminated reading of ct as httpd would hold it (up to its
+ * first NUL) says what the measured one says, with an extra type too. */
+static void check_str_reading(const char *ct, size_t ctlen)
+{
+    static const char *const extra[] = {"a/b"};
+    const char *nul = ct ? memchr(ct, '\0', ctlen) : NULL;
+    size_t len = nul ? (size_t)(nul - ct) : ctlen;
+    char *str = copy_plus(ct, len, '\0');
+
+    if (pdftoken_classify_type_str(ct ? str : NULL, NULL, 0)
+            != pdftoken_classify_type(ct ? str : NULL, len, NULL, 0)
+        || pdftoken_classify_type_str(ct ? str : NULL, extra, 1)
+               != pdftoken_classify_type(ct ? str : NULL, len, extra, 1)) {
+        abort();
+    }
+    free(str);
+}
+
 /* The one-pass reading, where it answers, sees what both general
  * readings see: the same essence, and that type listed. */
 static void check_single_essence(const char *ct, size_t ctlen)
@@ -76,22 +111,16 @@ static void check_single_essence(const char *ct, size_t ctlen)
     char quick[PDFTOKEN_TYPE_MAX + 1], full[PDFTOKEN_TYPE_MAX + 1];
     const char *list[1];
     size_t n = pdftoken_single_essence(ct, ctlen, quick);
-    char *listed = malloc(ctlen + 1);
-
     /* A ',' after the value adds an empty piece, which changes nothing,
      * but takes the general readings instead of the one-pass one. */
-    if (listed == NULL) {
-        abort();
-    }
-    if (ctlen) {
-        memcpy(listed, ct, ctlen);
-    }
-    listed[ctlen] = ',';
+    char *listed = copy_plus(ct, ctlen, ',');
+
     if (pdftoken_classify_type(ct, ctlen, NULL, 0)
         != pdftoken_classify_type(listed, ctlen + 1, NULL, 0)) {
         abort();
     }
     free(listed);
+    check_str_reading(ct, ctlen);
     if (n == 0) {
         return;
     }

@@ -372,6 +372,94 @@ START_TEST(test_one_pass_agrees)
 }
 END_TEST
 
+/* ---- pdftoken_classify_type_str --------------------------------------- */
+
+/* The NUL-terminated reading says what the measured one says of v, with
+ * and without extra types. */
+static void check_str_agrees(const char *v)
+{
+    size_t len = v ? strlen(v) : 0;
+
+    ck_assert_msg(pdftoken_classify_type_str(v, NULL, 0)
+                      == pdftoken_classify_type(v, len, NULL, 0),
+                  "'%s': the NUL-terminated reading differs", v ? v : "(null)");
+    ck_assert_msg(
+        pdftoken_classify_type_str(v, extra_types, NELTS(extra_types))
+            == pdftoken_classify_type(v, len, extra_types, NELTS(extra_types)),
+        "'%s': the NUL-terminated reading differs with an extra type",
+        v ? v : "(null)");
+}
+
+/* Values where the one-pass reading stops at each of its conditions. */
+static const char *const str_cases[] = {
+    "application/x-custom",
+    "APPLICATION/X-CUSTOM ; a=b",
+    "application/x-custom, text/html",
+    "text/html; a=\"b,c\"",
+    "text/html;",
+    "text/html ;",
+    "text/html x",
+    "text/html\t",
+    " \r\n text/html",
+    "text/",
+    "/html",
+    "text",
+    "text/html/",
+    "*/*",
+    "*/*; q=1",
+    "a/b",
+    "image/svg+xml",
+    "text/plain; charset=utf-8",
+    "unknown/unknown;",
+    "application/pdf\x7f",
+    "t\xc3\xa9xt/html",
+    ",",
+    " ",
+};
+
+START_TEST(test_classify_type_str)
+{
+    char value[200];
+    size_t i;
+    const char *suffixes[] = {"", "; charset=utf-8", " ;x", "\t", ","};
+
+    check_str_agrees(NULL);
+    for (i = 0; i < NELTS(str_cases); i++) {
+        check_str_agrees(str_cases[i]);
+    }
+    for (i = 0; i < NELTS(type_cases); i++) {
+        check_str_agrees(type_cases[i].value);
+    }
+    for (i = 0; i < NELTS(essence_cases); i++) {
+        check_str_agrees(essence_cases[i].value);
+    }
+    for (i = 0; i < NELTS(listed_cases); i++) {
+        check_str_agrees(listed_cases[i].value);
+    }
+    for (i = 0; i < NELTS(named_types) * NELTS(suffixes); i++) {
+        snprintf(value, sizeof(value), "%s%s", named_types[i / NELTS(suffixes)],
+                 suffixes[i % NELTS(suffixes)]);
+        check_str_agrees(value);
+    }
+}
+END_TEST
+
+/* A type longer than an essence may be: the general readings decide. */
+START_TEST(test_classify_type_str_long)
+{
+    char big[PDFTOKEN_TYPE_MAX + 10];
+
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    big[3] = '/';
+    check_str_agrees(big);
+    big[PDFTOKEN_TYPE_MAX] = '\0';
+    check_str_agrees(big);
+    big[PDFTOKEN_TYPE_MAX - 1] = '\0';
+    check_str_agrees(big);
+}
+END_TEST
+
 /* ---- pdftoken_sniff_pdf ---------------------------------------------- */
 
 static const struct {
@@ -617,6 +705,8 @@ Suite *render_suite(void)
     tcase_add_loop_test(tc, test_classify, 0, NELTS(classify_cases));
     tcase_add_loop_test(tc, test_classify_type, 0, NELTS(type_cases));
     tcase_add_loop_test(tc, test_one_pass_agrees, 0, NELTS(named_types));
+    tcase_add_test(tc, test_classify_type_str);
+    tcase_add_test(tc, test_classify_type_str_long);
     tc = tcase_create("sniff");
     suite_add_tcase(s, tc);
     tcase_add_loop_test(tc, test_sniff_pdf, 0, NELTS(sniff_cases));

@@ -1278,6 +1278,50 @@ START_TEST(test_query_strip)
 }
 END_TEST
 
+/* One pass gives what find and strip give apart. */
+START_TEST(test_query_split)
+{
+    const struct query_case *c = &query_cases[_i];
+    size_t len = strlen(c->args), vallen = 12345, outlen = 12345, n;
+    char *args = dup_exact(c->args, len);
+    char *out = malloc(len + 1);
+    const char *val = NULL;
+
+    ck_assert_ptr_nonnull(out);
+    n = pdftoken_query_split(args, len, c->param, strlen(c->param), &val,
+                             &vallen, out, &outlen);
+    ck_assert_msg(n == c->count, "%s: count %zu, want %zu", c->name, n,
+                  c->count);
+    if (c->count > 0) {
+        ck_assert_msg(val != NULL && val >= args && val + vallen <= args + len
+                          && vallen == strlen(c->value)
+                          && memcmp(val, c->value, vallen) == 0,
+                      "%s: value \"%.*s\", want \"%s\"", c->name, (int)vallen,
+                      val ? val : "", c->value);
+    }
+    ck_assert_msg(strcmp(out, c->stripped) == 0 && outlen == strlen(out),
+                  "%s: kept \"%s\" (%zu), want \"%s\"", c->name, out, outlen,
+                  c->stripped);
+    free(out);
+    free(args);
+}
+END_TEST
+
+START_TEST(test_query_split_null)
+{
+    char out[4] = "xyz";
+    size_t outlen = 12345, vallen = 0;
+    const char *val = NULL;
+
+    ck_assert_uint_eq(pdftoken_query_split(NULL, 0, LIT("pdftoken"), &val,
+                                           &vallen, out, &outlen),
+                      0);
+    ck_assert_str_eq(out, "");
+    ck_assert_uint_eq(outlen, 0);
+    ck_assert_ptr_null(val);
+}
+END_TEST
+
 START_TEST(test_query_500_duplicates)
 {
     size_t cap = 500 * 32, len = 0, n, vallen = 0, keptlen = 0;
@@ -1827,6 +1871,8 @@ static Suite *token_suite(void)
     tc = tcase(s, "query");
     tcase_add_loop_test(tc, test_query_find, 0, NELTS(query_cases));
     tcase_add_loop_test(tc, test_query_strip, 0, NELTS(query_cases));
+    tcase_add_loop_test(tc, test_query_split, 0, NELTS(query_cases));
+    tcase_add_test(tc, test_query_split_null);
     tcase_add_test(tc, test_query_500_duplicates);
 
     tc = tcase(s, "cookie");
