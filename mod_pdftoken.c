@@ -9,8 +9,8 @@
  * served inline only when the query token is valid and equals the cookie.
  * The redirect is what throws the attacker's fragment
  * (doc.pdf#x=javascript:...) away: the browser never hands it to the PDF
- * viewer.  See SPEC.md section 4 for the decision table this file follows
- * (R1 to R5) and token.h for the token itself.
+ * viewer.  docs/behaviour.md has the decision table this file follows
+ * (R1 to R5); token.h describes the token itself.
  */
 
 #include <errno.h>
@@ -126,7 +126,7 @@ typedef struct {
 /* What the output filter must do to a response. */
 typedef enum {
     WATCH_NONE = 0, /* no filter: the fixup answered, or nothing to do */
-    WATCH_UNJUDGED, /* judge it if it turns out PDF-like (SPEC section 2) */
+    WATCH_UNJUDGED, /* judge it if it turns out PDF-like */
     WATCH_PASS,     /* the fixup's R2/R5: inline headers, last word */
     WATCH_FALLBACK  /* the fixup's R3: a forced download, last word */
 } watch_mode;
@@ -829,7 +829,7 @@ static const char *make_fragment_csp(apr_pool_t *p)
 }
 
 /* A Range header that is a valid byte-range request (RFC 9110): anything
- * else is judged as if there were none (SPEC R5). */
+ * else is judged as if there were none (R5). */
 static int has_valid_range(const request_rec *r)
 {
     const char *range = apr_table_get(r->headers_in, "Range");
@@ -1187,7 +1187,8 @@ static verdict redirect_verdict(const preq *pr)
     return fallback_verdict(pr);
 }
 
-/* Judge the initial request by SPEC's table.  No side effect but the log. */
+/* Judge the initial request by the decision table (R1 to R5).  No side
+ * effect but the log. */
 static verdict judge(const preq *pr, const char *cookies)
 {
     request_rec *r = pr->r, *ir = pr->ir;
@@ -1595,7 +1596,7 @@ static const char *dispositions(const request_rec *r)
     return out ? out : err;
 }
 
-/* SPEC section 2, on the response's headers: the library's verdict. */
+/* Is the response PDF-like, by its headers: the library's verdict. */
 static pdftoken_render classify_response(const request_rec *r, const preq *pr)
 {
     pdftoken_response resp;
@@ -1798,7 +1799,7 @@ static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
 }
 
 /*
- * SPEC section 2, after the handler: a PDF-like response that the fixup
+ * After the handler: a PDF-like response that the fixup
  * did not judge.  A GET or HEAD with a 2xx status goes through the same
  * decision table as a static PDF; everything else is never inline.
  */
@@ -2057,7 +2058,7 @@ static int is_exempt(const preq *pr)
 }
 
 /*
- * SPEC section 2: is r protected?  An internal redirect (an
+ * Is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
  * when that URL is protected, so is the answer, wherever it comes from.
  * Fills pr.
@@ -2241,7 +2242,7 @@ static void pdftoken_insert_filter(request_rec *r)
         /* A file for httpd's own handler, and no filter between it and
          * the protocol: nothing can change the headers from here on, so
          * they are final now, and no filter is needed (what a static
-         * file costs, SPEC section 2). */
+         * file costs). */
         switch (st->mode) {
         case WATCH_PASS:
             tokenized_headers(&st->pr, VERDICT_PASS);
