@@ -18,6 +18,7 @@
 #include "apr_strings.h"
 #include "apr_file_io.h"
 #include "apr_lib.h"
+#include "apr_version.h"
 
 #include "httpd.h"
 #include "http_config.h"
@@ -32,6 +33,21 @@
 #include <openssl/evp.h>
 
 #include "token.h"
+
+/* The one place the module's version is written: the start-up notice and
+ * the Server header (under ServerTokens Full) say it. */
+#define MOD_PDFTOKEN_VERSION "0.2.0"
+
+/* The oldest httpd and APR whose API this file uses: httpd 2.4.1, the
+ * first 2.4 release (module magic number 20120211.0; r->useragent_ip,
+ * ap_state_query, the ap_expr API), and APR 1.5.0 (apr_table_getm).
+ * Older headers stop the build here, saying so. */
+#if !AP_MODULE_MAGIC_AT_LEAST(20120211, 0)
+#error "mod_pdftoken needs Apache httpd 2.4.1 or later (apxs of httpd 2.4)"
+#endif
+#if !APR_VERSION_AT_LEAST(1, 5, 0)
+#error "mod_pdftoken needs APR 1.5.0 or later"
+#endif
 
 /* Our own message numbers: httpd reserves AHnnnnn for itself. */
 #define PDFTOKEN_LOGNO(n) "PDFTOKEN" #n ": "
@@ -2286,8 +2302,12 @@ static void pdftoken_insert_filter(request_rec *r)
 
 /* ---- start-up ----------------------------------------------------------- */
 
-/* One notice per server at every start: which secret signs its tokens.
- * The file's name only, never what it holds. */
+/* What the Server header (under ServerTokens Full) and the start-up notice
+ * call this module. */
+#define VERSION_COMPONENT "mod_pdftoken/" MOD_PDFTOKEN_VERSION
+
+/* One notice per server at every start: the module's version and which
+ * secret signs its tokens.  The file's name only, never what it holds. */
 static void log_secret_source(server_rec *s, const srv_conf *sconf)
 {
     const char *where = s->defn_name
@@ -2298,19 +2318,20 @@ static void log_secret_source(server_rec *s, const srv_conf *sconf)
 
     if (!sconf->files[0]) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with a "
+                     PDFTOKEN_LOGNO(00016) "%s, %s%s: tokens are signed "
+                                           "with a "
                                            "random secret made at start-up: "
                                            "a restart ends the tokens in "
                                            "flight, and servers behind one "
                                            "load balancer reject each "
                                            "other's; set PdfTokenSecretFile",
-                     host, where);
+                     VERSION_COMPONENT, host, where);
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                 PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with the "
-                                       "secret in %s%s%s",
-                 host, where, sconf->files[0],
+                 PDFTOKEN_LOGNO(00016) "%s, %s%s: tokens are signed with "
+                                       "the secret in %s%s%s",
+                 VERSION_COMPONENT, host, where, sconf->files[0],
                  sconf->files[1] ? "; previous secret accepted for "
                                    "verification: "
                                  : "",
@@ -2335,6 +2356,7 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
+    ap_add_version_component(pconf, VERSION_COMPONENT);
     cache_filter_handle = ap_get_output_filter_handle("CACHE");
     fragment_csp = make_fragment_csp(pconf);
     if (!fragment_csp) {
