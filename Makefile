@@ -296,7 +296,13 @@ browser-record: browser-deps $(MODULE) $(BROWSER_NODE)
 
 test: deps unit integration hostile deploy-test browser
 
-demo: deps $(MODULE)
+# Only what the demo needs: the build tools, apache2-bin (the server
+# binary and its modules, no service, no /etc/apache2) and python3.
+.PHONY: demo-deps
+demo-deps:
+	@sh t/deps.sh build demo
+
+demo: demo-deps $(MODULE)
 	$(PYTHON) t/demo/demo.py --port $(PORT)
 
 format:
