@@ -41,17 +41,20 @@ comma := ,
 # DESTDIR like the module.  Set it empty to leave them out, or to another
 # directory.
 APACHE_MODS_AVAILABLE ?= $(if $(wildcard /etc/apache2/mods-available),/etc/apache2/mods-available)
-# The secret the installed pdftoken.conf reads.
-SECRET_FILE ?= /etc/apache2/pdftoken.secret
+# The secret, beside httpd's own configuration (apxs -q SYSCONFDIR):
+# /etc/apache2/pdftoken.secret on Debian, the file the installed
+# pdftoken.conf reads; /etc/httpd/conf/pdftoken.secret on RHEL and Fedora;
+# /usr/local/apache2/conf/pdftoken.secret for an httpd built from source.
+SECRET_FILE ?= $(shell $(APXS) -q SYSCONFDIR)/pdftoken.secret
 
 # Never `apxs -a`, never a2enmod: Debian enables modules with a2enmod, run
 # by the administrator, and an install must not edit httpd.conf.  The .load
 # names the module where apxs installed it (without DESTDIR: the path the
 # running server will see).  An existing pdftoken.conf is kept, since the
 # administrator may have edited it (rotation).  Installing onto the live
-# system (no DESTDIR) also makes the secret, as the package's postinst
-# does; a staged install (DESTDIR) never holds one, or every copy made from
-# it would share it.
+# system (no DESTDIR) also makes the secret, on every system, as the
+# package's postinst does; a staged install (DESTDIR) never holds one, or
+# every copy made from it would share it.
 install: $(MODULE)
 	mkdir -p $(DESTDIR)$$($(APXS) -q LIBEXECDIR)
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$$($(APXS) -q LIBEXECDIR) \
@@ -70,9 +73,9 @@ ifneq ($(APACHE_MODS_AVAILABLE),)
 	    install -m 644 debian/pdftoken.conf \
 	        $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf; \
 	fi
+endif
 ifeq ($(DESTDIR),)
 	@$(MAKE) --no-print-directory install-secret
-endif
 endif
 
 # 32 random bytes as 64 hex digits, root:root 0600, linked into place only
@@ -114,7 +117,7 @@ deb:
 # /var/lib/apache2 and the module directory end as they started, and a
 # stock apache2 that runs is never touched.  Needs root, like CI.
 deploy-test: deb
-	@sh t/deps.sh integration
+	@sh t/deps.sh integration deploy
 	PDFTOKEN_DEB="$$(ls $(BUILD)/libapache2-mod-pdftoken_*.deb)" \
 	    $(PYTHON) -m pytest -q -p no:cacheprovider t/deploy
 
