@@ -76,6 +76,13 @@ ifneq ($(APACHE_MODS_AVAILABLE),)
 endif
 ifeq ($(DESTDIR),)
 	@$(MAKE) --no-print-directory install-secret
+ifneq ($(APACHE_MODS_AVAILABLE),)
+	@echo "Enable it with:  a2enmod pdftoken"
+else
+	@echo "Load it with these two lines in httpd's configuration:"
+	@echo "  LoadModule pdftoken_module $$($(APXS) -q LIBEXECDIR)/mod_pdftoken.so"
+	@echo "  PdfTokenSecretFile $(SECRET_FILE)"
+endif
 endif
 
 # 32 random bytes as 64 hex digits, root:root 0600, linked into place only

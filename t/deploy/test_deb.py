@@ -82,9 +82,10 @@ SITES_LINE = re.compile(
 
 # No PdfTokenSecretFile: the site uses what the packaged pdftoken.conf
 # sets.  The module's directives are inside <IfModule>, unlike what the
-# example configuration recommends, because this one site must serve before
-# a2enmod, after a2dismod and after the purge: the test checks that the
-# package's own files leave a configuration that starts.
+# README and the example configuration recommend, because this one site
+# must serve before a2enmod, after a2dismod and after the purge: the test
+# checks that the package's own files leave a configuration that starts.
+# The access log is the README's: its LogFormat line, in the site.
 SITE = """
 # mod_pdftoken deploy test: one site, on the loopback address only.
 Listen 127.0.0.1:@PORT@
@@ -92,7 +93,7 @@ Listen 127.0.0.1:@PORT@
     ServerName 127.0.0.1
     DocumentRoot "@TMP@/htdocs"
     ErrorLog "@TMP@/logs/site-error.log"
-    # The nickname is defined by the packaged pdftoken.conf.
+    @LOGFORMAT@
     CustomLog "@TMP@/logs/site-access.log" pdftoken
     <Directory "@TMP@/htdocs">
         Require all granted
@@ -107,6 +108,14 @@ Listen 127.0.0.1:@PORT@
     </IfModule>
 </VirtualHost>
 """
+
+
+def readme_logformat():
+    """The README's LogFormat line (README.md, "Logging")."""
+    lines = re.findall(r"^LogFormat .* pdftoken$",
+                       (system.REPO / "README.md").read_text(), re.M)
+    assert len(lines) == 1, lines
+    return lines[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -234,7 +243,8 @@ class Deployment:
         self.port = harness.free_port()
         site = (SITE.replace("@PORT@", str(self.port))
                 .replace("@TMP@", str(self.tmp))
-                .replace("@TIMEOUT@", str(TIMEOUT)))
+                .replace("@TIMEOUT@", str(TIMEOUT))
+                .replace("@LOGFORMAT@", readme_logformat()))
         conf = PORTS_LINE.sub("# (ports.conf left out by the deploy test)",
                               stock)
         conf = SITES_LINE.sub(lambda m: site, conf)
@@ -437,17 +447,15 @@ def test_packaged_files_load_the_module_and_read_the_secret():
         conf = (tmp / CONF.lstrip("/")).read_text()
         active = [line.strip() for line in conf.splitlines()
                   if line.strip() and not line.strip().startswith("#")]
-        # Safe to enable as is: the secret the postinst made and a
-        # LogFormat nickname; PdfTokenProtect and the rotation line are
-        # only shown in comments.
-        assert active[0] == "<IfModule pdftoken_module>", active
-        assert active[-1] == "</IfModule>", active
-        assert active[1:-1] == [
-            "PdfTokenSecretFile " + SECRET,
-            'LogFormat "%h %l %u %t \\"%r\\" %>s %b pdftoken=%{PDFTOKEN}e" '
-            "pdftoken"], active
+        # Safe to enable as is: the secret the postinst made, nothing
+        # else.  No LogFormat: a nickname that a2dismod takes away leaves
+        # CustomLog logging the bare word.  PdfTokenProtect and the
+        # rotation line are only shown in comments.
+        assert active == ["<IfModule pdftoken_module>",
+                          "PdfTokenSecretFile " + SECRET,
+                          "</IfModule>"], active
         assert "#PdfTokenSecretFile %s %s.old" % (SECRET, SECRET) in conf
-        assert "#    PdfTokenProtect On" in conf
+        assert re.search(r"^#\s+PdfTokenProtect On$", conf, re.M), conf
         # No LogLevel: httpd logs notices (the secret in use) whatever
         # LogLevel says, and a module level here would hide the info lines
         # of an administrator's `LogLevel info`.
@@ -587,7 +595,7 @@ def test_a_token_minted_before_a_restart_opens_the_pdf_after_it(deployment):
                   d.docs["prot"])
 
 
-def test_packaged_logformat_logs_the_decision(deployment):
+def test_readme_logformat_logs_the_decision(deployment):
     d = deployment
     site = Site(d.port)
     r = site.get(DOC)
@@ -648,6 +656,16 @@ def test_a2dismod_leaves_a_configuration_that_passes_and_starts(
     assert d.proc.poll() is None
     # The module is gone: the PDF is served as without it.
     assert_untouched(Site(d.port).get(DOC), d.docs["prot"])
+    # The README's LogFormat is mod_log_config's: without the module the
+    # decision logs "-", not the nickname as a literal word.
+    log = d.tmp / "logs" / "site-access.log"
+    want = '"GET %s HTTP/1.1" 200 ' % DOC
+    deadline = time.time() + 5
+    while want not in log.read_text("latin-1").splitlines()[-1] \
+            and time.time() < deadline:
+        time.sleep(0.1)
+    last = log.read_text("latin-1").splitlines()[-1]
+    assert want in last and last.endswith(" pdftoken=-"), last
     # The example, unwrapped on purpose, now fails configtest by name
     # instead of leaving the PDFs silently unprotected.
     rc, out = system.run([APACHE, "-t", "-d", CONFDIR, "-f",
@@ -655,7 +673,7 @@ def test_a2dismod_leaves_a_configuration_that_passes_and_starts(
                           "-c", "Include %s" % EXAMPLE],
                          env=d.env, check=False, timeout=60)
     assert rc != 0, out
-    assert "Invalid command 'PdfTokenSecretFile'" in out, out
+    assert "Invalid command 'PdfTokenProtect'" in out, out
 
 
 def test_purge_deletes_the_secret_and_leaves_a_configuration_that_starts(
