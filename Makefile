@@ -104,7 +104,7 @@ install-secret:
 # The Debian package, built by dpkg-buildpackage in a clean copy of the
 # sources under $(BUILD)/deb (the work tree is never cleaned or written to);
 # the .deb lands in $(BUILD).
-DEB_SOURCES := Makefile mod_pdftoken.c token.c token.h LICENSE README.md \
+DEB_SOURCES := Makefile mod_pdftoken.c token.c token.h LICENSE README.md CHANGES \
                conf docs debian
 
 .PHONY: deb deploy-test

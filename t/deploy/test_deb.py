@@ -384,11 +384,14 @@ def test_package_holds_the_module_and_the_a2enmod_files():
                    listing.splitlines() if not line.startswith("d"))
     doc = "/usr/share/doc/" + system.PACKAGE
     # The secret is not in the package (every installation makes its own).
+    # The Markdown files keep their names and layout, so that their links
+    # resolve (test_shipped_docs_link_only_to_each_other).
     assert files == sorted([
         MODULE_SO, LOAD, CONF,
-        doc + "/README.md.gz", doc + "/directives.md.gz",
-        doc + "/changelog.Debian.gz", doc + "/copyright",
-        doc + "/examples/pdftoken.conf.example",
+        doc + "/README.md", doc + "/docs/directives.md",
+        doc + "/docs/behaviour.md", doc + "/docs/logging.md",
+        doc + "/changelog.gz", doc + "/changelog.Debian.gz",
+        doc + "/copyright", doc + "/examples/pdftoken.conf.example",
     ]), listing
     _, version = system.run(["dpkg-parsechangelog", "-l",
                              str(system.REPO / "debian" / "changelog"),
@@ -460,6 +463,31 @@ def test_packaged_files_load_the_module_and_read_the_secret():
         # LogLevel says, and a module level here would hide the info lines
         # of an administrator's `LogLevel info`.
         assert "LogLevel" not in "\n".join(active)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def test_shipped_docs_link_only_to_each_other():
+    """Every relative link of a Markdown file the package ships names a
+    file the package ships: nothing points at the source tree."""
+    deb = deb_path()
+    tmp = Path(tempfile.mkdtemp(prefix="pdftoken-debdoc-"))
+    try:
+        system.run(["dpkg-deb", "-x", deb, str(tmp)])
+        doc = tmp / "usr/share/doc" / system.PACKAGE
+        pages = sorted(doc.rglob("*.md"))
+        assert len(pages) == 4, pages
+        for page in pages:
+            for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+                if re.match(r"https?://", target):
+                    continue
+                file = target.partition("#")[0]
+                assert not file or (page.parent / file).is_file(), \
+                    (page.relative_to(doc), target)
+        # The packaged pdftoken.conf points at files that are there.
+        conf = (tmp / CONF.lstrip("/")).read_text()
+        for path in re.findall(r"/usr/share/doc/[\w./-]*[\w/]", conf):
+            assert (tmp / path.lstrip("/")).exists(), path
     finally:
         shutil.rmtree(tmp)
 
