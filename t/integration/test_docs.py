@@ -374,7 +374,7 @@ def test_one_version_everywhere():
     assert "Version %s." % v in readme
     assert set(re.findall(r"libapache2-mod-pdftoken_([\d.]+)-\d+_",
                           readme)) == {v}
-    for path in (REFERENCE, LOGGING):
+    for path in (REFERENCE, LOGGING, BEHAVIOUR):
         assert set(re.findall(r"mod_pdftoken/([\d.]+)",
                               path.read_text())) == {v}, path
 
