@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * mod_pdftoken.c - stop the "PDF universal XSS" (Amit Klein's mitigation).
+ * mod_pdftoken.c - keep the fragment of a link away from PDF viewers (Amit
+ * Klein's mitigation of the 2007 "PDF universal XSS").
  *
  * A request for a protected PDF that carries no valid token is answered
  * with a 302 to the same URL plus a fresh token in the query, an empty
