@@ -42,17 +42,20 @@ comma := ,
 # DESTDIR like the module.  Set it empty to leave them out, or to another
 # directory.
 APACHE_MODS_AVAILABLE ?= $(if $(wildcard /etc/apache2/mods-available),/etc/apache2/mods-available)
-# The secret the installed pdftoken.conf reads.
-SECRET_FILE ?= /etc/apache2/pdftoken.secret
+# The secret, beside httpd's own configuration (apxs -q SYSCONFDIR):
+# /etc/apache2/pdftoken.secret on Debian, the file the installed
+# pdftoken.conf reads; /etc/httpd/conf/pdftoken.secret on RHEL and Fedora;
+# /usr/local/apache2/conf/pdftoken.secret for an httpd built from source.
+SECRET_FILE ?= $(shell $(APXS) -q SYSCONFDIR)/pdftoken.secret
 
 # Never `apxs -a`, never a2enmod: Debian enables modules with a2enmod, run
 # by the administrator, and an install must not edit httpd.conf.  The .load
 # names the module where apxs installed it (without DESTDIR: the path the
 # running server will see).  An existing pdftoken.conf is kept, since the
 # administrator may have edited it (rotation).  Installing onto the live
-# system (no DESTDIR) also makes the secret, as the package's postinst
-# does; a staged install (DESTDIR) never holds one, or every copy made from
-# it would share it.
+# system (no DESTDIR) also makes the secret, on every system, as the
+# package's postinst does; a staged install (DESTDIR) never holds one, or
+# every copy made from it would share it.
 install: $(MODULE)
 	mkdir -p $(DESTDIR)$$($(APXS) -q LIBEXECDIR)
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$$($(APXS) -q LIBEXECDIR) \
@@ -71,8 +74,15 @@ ifneq ($(APACHE_MODS_AVAILABLE),)
 	    install -m 644 debian/pdftoken.conf \
 	        $(DESTDIR)$(APACHE_MODS_AVAILABLE)/pdftoken.conf; \
 	fi
+endif
 ifeq ($(DESTDIR),)
 	@$(MAKE) --no-print-directory install-secret
+ifneq ($(APACHE_MODS_AVAILABLE),)
+	@echo "Enable it with:  a2enmod pdftoken"
+else
+	@echo "Load it with these two lines in httpd's configuration:"
+	@echo "  LoadModule pdftoken_module $$($(APXS) -q LIBEXECDIR)/mod_pdftoken.so"
+	@echo "  PdfTokenSecretFile $(SECRET_FILE)"
 endif
 endif
 
@@ -95,7 +105,7 @@ install-secret:
 # The Debian package, built by dpkg-buildpackage in a clean copy of the
 # sources under $(BUILD)/deb (the work tree is never cleaned or written to);
 # the .deb lands in $(BUILD).
-DEB_SOURCES := Makefile mod_pdftoken.c token.c token.h LICENSE README.md \
+DEB_SOURCES := Makefile mod_pdftoken.c token.c token.h LICENSE README.md CHANGES \
                conf docs debian
 
 .PHONY: deb deploy-test
@@ -115,7 +125,7 @@ deb:
 # /var/lib/apache2 and the module directory end as they started, and a
 # stock apache2 that runs is never touched.  Needs root, like CI.
 deploy-test: deb
-	@sh t/deps.sh integration
+	@sh t/deps.sh integration deploy
 	PDFTOKEN_DEB="$$(ls $(BUILD)/libapache2-mod-pdftoken_*.deb)" \
 	    $(PYTHON) -m pytest -q -p no:cacheprovider t/deploy
 
@@ -320,7 +330,13 @@ browser-record: browser-deps $(MODULE) $(BROWSER_NODE)
 test: deps unit integration hostile deploy-test
 	@$(MAKE) --no-print-directory browser BROWSER_SET=mission
 
-demo: deps $(MODULE)
+# Only what the demo needs: the build tools, apache2-bin (the server
+# binary and its modules, no service, no /etc/apache2) and python3.
+.PHONY: demo-deps
+demo-deps:
+	@sh t/deps.sh build demo
+
+demo: demo-deps $(MODULE)
 	$(PYTHON) t/demo/demo.py --port $(PORT)
 
 format:

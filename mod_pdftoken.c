@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
 /*
- * mod_pdftoken.c - stop the "PDF universal XSS" (Amit Klein's mitigation).
+ * mod_pdftoken.c - keep the fragment of a link away from PDF viewers (Amit
+ * Klein's mitigation of the 2007 "PDF universal XSS").
  *
  * A request for a protected PDF that carries no valid token is answered
  * with a 302 to the same URL plus a fresh token in the query, an empty
@@ -9,8 +10,8 @@
  * served inline only when the query token is valid and equals the cookie.
  * The redirect is what throws the attacker's fragment
  * (doc.pdf#x=javascript:...) away: the browser never hands it to the PDF
- * viewer.  See SPEC.md section 4 for the decision table this file follows
- * (R1 to R5) and token.h for the token itself.
+ * viewer.  docs/behaviour.md has the decision table this file follows
+ * (R1 to R5); token.h describes the token itself.
  */
 
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include "apr_strings.h"
 #include "apr_file_io.h"
 #include "apr_lib.h"
+#include "apr_version.h"
 
 #include "httpd.h"
 #include "http_config.h"
@@ -32,6 +34,21 @@
 #include <openssl/evp.h>
 
 #include "token.h"
+
+/* The one place the module's version is written: the start-up notice and
+ * the Server header (under ServerTokens Full) say it. */
+#define MOD_PDFTOKEN_VERSION "0.2.0"
+
+/* The oldest httpd and APR whose API this file uses: httpd 2.4.1, the
+ * first 2.4 release (module magic number 20120211.0; r->useragent_ip,
+ * ap_state_query, the ap_expr API), and APR 1.5.0 (apr_table_getm).
+ * Older headers stop the build here, saying so. */
+#if !AP_MODULE_MAGIC_AT_LEAST(20120211, 0)
+#error "mod_pdftoken needs Apache httpd 2.4.1 or later (apxs of httpd 2.4)"
+#endif
+#if !APR_VERSION_AT_LEAST(1, 5, 0)
+#error "mod_pdftoken needs APR 1.5.0 or later"
+#endif
 
 /* Our own message numbers: httpd reserves AHnnnnn for itself. */
 #define PDFTOKEN_LOGNO(n) "PDFTOKEN" #n ": "
@@ -128,7 +145,7 @@ typedef struct {
 /* What the output filter must do to a response. */
 typedef enum {
     WATCH_NONE = 0, /* no filter: the fixup answered, or nothing to do */
-    WATCH_UNJUDGED, /* judge it if it turns out PDF-like (SPEC section 2) */
+    WATCH_UNJUDGED, /* judge it if it turns out PDF-like */
     WATCH_PASS,     /* the fixup's R2/R5: inline headers, last word */
     WATCH_FALLBACK  /* the fixup's R3: a forced download, last word */
 } watch_mode;
@@ -849,7 +866,7 @@ static const char *make_fragment_csp(apr_pool_t *p)
 }
 
 /* A Range header that is a valid byte-range request (RFC 9110): anything
- * else is judged as if there were none (SPEC R5). */
+ * else is judged as if there were none (R5). */
 static int has_valid_range(const request_rec *r)
 {
     const char *range = apr_table_get(r->headers_in, "Range");
@@ -1229,7 +1246,8 @@ static verdict redirect_verdict(const preq *pr)
     return fallback_verdict(pr);
 }
 
-/* Judge the initial request by SPEC's table.  No side effect but the log. */
+/* Judge the initial request by the decision table (R1 to R5).  No side
+ * effect but the log. */
 static verdict judge(const preq *pr)
 {
     request_rec *r = pr->r, *ir = pr->ir;
@@ -1656,7 +1674,7 @@ static const char *dispositions(const request_rec *r)
     return out ? out : err;
 }
 
-/* SPEC section 2, on the response's headers: the library's verdict. */
+/* Is the response PDF-like, by its headers: the library's verdict. */
 static pdftoken_render classify_response(const request_rec *r, const preq *pr)
 {
     pdftoken_response resp;
@@ -1859,7 +1877,7 @@ static apr_status_t send_as_download(ap_filter_t *f, apr_bucket_brigade *bb,
 }
 
 /*
- * SPEC section 2, after the handler: a PDF-like response that the fixup
+ * After the handler: a PDF-like response that the fixup
  * did not judge.  A GET or HEAD with a 2xx status goes through the same
  * decision table as a static PDF; everything else is never inline.
  */
@@ -2118,7 +2136,7 @@ static int is_exempt(const preq *pr)
 }
 
 /*
- * SPEC section 2: is r protected?  An internal redirect (an
+ * Is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
  * when that URL is protected, so is the answer, wherever it comes from.
  * Returns r's state with its preq filled in, or NULL.  The preq lives in
@@ -2306,7 +2324,7 @@ static void pdftoken_insert_filter(request_rec *r)
         /* A file for httpd's own handler, and no filter between it and
          * the protocol: nothing can change the headers from here on, so
          * they are final now, and no filter is needed (what a static
-         * file costs, SPEC section 2). */
+         * file costs). */
         switch (st->mode) {
         case WATCH_PASS:
             tokenized_headers(&st->pr, VERDICT_PASS);
@@ -2350,8 +2368,12 @@ static void pdftoken_insert_filter(request_rec *r)
 
 /* ---- start-up ----------------------------------------------------------- */
 
-/* One notice per server at every start: which secret signs its tokens.
- * The file's name only, never what it holds. */
+/* What the Server header (under ServerTokens Full) and the start-up notice
+ * call this module. */
+#define VERSION_COMPONENT "mod_pdftoken/" MOD_PDFTOKEN_VERSION
+
+/* One notice per server at every start: the module's version and which
+ * secret signs its tokens.  The file's name only, never what it holds. */
 static void log_secret_source(server_rec *s, const srv_conf *sconf)
 {
     const char *where = s->defn_name
@@ -2362,19 +2384,20 @@ static void log_secret_source(server_rec *s, const srv_conf *sconf)
 
     if (!sconf->files[0]) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with a "
+                     PDFTOKEN_LOGNO(00016) "%s, %s%s: tokens are signed "
+                                           "with a "
                                            "random secret made at start-up: "
                                            "a restart ends the tokens in "
                                            "flight, and servers behind one "
                                            "load balancer reject each "
                                            "other's; set PdfTokenSecretFile",
-                     host, where);
+                     VERSION_COMPONENT, host, where);
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                 PDFTOKEN_LOGNO(00016) "%s%s: tokens are signed with the "
-                                       "secret in %s%s%s",
-                 host, where, sconf->files[0],
+                 PDFTOKEN_LOGNO(00016) "%s, %s%s: tokens are signed with "
+                                       "the secret in %s%s%s",
+                 VERSION_COMPONENT, host, where, sconf->files[0],
                  sconf->files[1] ? "; previous secret accepted for "
                                    "verification: "
                                  : "",
@@ -2399,6 +2422,7 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
+    ap_add_version_component(pconf, VERSION_COMPONENT);
     cache_filter_handle = ap_get_output_filter_handle("CACHE");
     fragment_csp = make_fragment_csp(pconf);
     if (!fragment_csp) {

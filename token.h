@@ -266,13 +266,14 @@ size_t pdftoken_cookie_family(const char *header, size_t len,
  * section 14.1.1): "bytes=" (unit case-insensitive) and a comma-separated
  * list of at least one "first-[last]" with last >= first, or "-suffix",
  * with optional whitespace around the commas?  Only then is a request a
- * viewer's range continuation (SPEC R5).  value may be NULL.  1 or 0.
+ * viewer's range continuation (R5 of the decision table in
+ * docs/behaviour.md).  value may be NULL.  1 or 0.
  */
 int pdftoken_range_valid(const char *value, size_t len);
 
 /*
- * What a browser renders as a PDF (SPEC section 2)
- * ------------------------------------------------
+ * What a browser renders as a PDF
+ * -------------------------------
  *
  * Browsers do not go by the URL, and not only by the declared type: they
  * read Content-Type the WHATWG Fetch way, sniff a body without a valid

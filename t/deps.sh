@@ -1,22 +1,30 @@
 #!/bin/sh
 # Install the Debian packages that a group of make targets needs.
-# Usage: t/deps.sh GROUP...   (groups: build unit fuzz integration bench
-#                              browser deb lint)
+# Usage: t/deps.sh GROUP...   (groups: build demo unit fuzz integration
+#                              deploy bench browser deb lint)
 # As root, missing packages are installed with apt-get; otherwise the exact
 # command is printed and the script fails, so nothing half-runs.
 set -eu
 
 pkgs_build="apache2-dev libssl-dev pkg-config make gcc"
+# make demo: the server binary and its modules (apache2-bin: no service, no
+# /etc/apache2), /etc/mime.types, and python3 to run t/demo/demo.py.
+pkgs_demo="apache2-bin media-types python3"
 # The unit suite alone: token.c and the Check tests against libcrypto (no
 # httpd headers), python3 for t/unit/mint_ref.py (standard library only).
 pkgs_unit="check pkg-config libssl-dev make gcc python3"
 pkgs_fuzz="clang libclang-rt-dev"
-# libapache2-mod-security2 and modsecurity-crs: test_neighbours.py runs the
-# module beside ModSecurity and the OWASP CRS in its own server (installing
-# them enables security2 in the system apache2, which the tests never use).
-pkgs_integration="apache2 apache2-dev python3 python3-pytest python3-pytest-xdist python3-h2 curl
- openssl php8.2-fpm
- libapache2-mod-security2 modsecurity-crs"
+# The test servers run /usr/sbin/apache2 from configurations of their own:
+# apache2-bin is enough.  libapache2-mod-security2 and modsecurity-crs:
+# test_neighbours.py runs the module beside ModSecurity and the OWASP CRS
+# in its own server; the package enables security2 in the system apache2
+# when that is installed, and this script disables it again (below).
+pkgs_integration="apache2-bin media-types apache2-dev python3 python3-pytest
+ python3-pytest-xdist python3-h2 curl openssl
+ php8.2-fpm libapache2-mod-security2 modsecurity-crs"
+# make deploy-test installs the module's package into the system's apache2
+# (and puts it back as it was): the apache2 package, with /etc/apache2.
+pkgs_deploy="apache2"
 pkgs_bench="wrk valgrind"
 pkgs_lint="clang-format cppcheck"
 # `make deb` and the deploy test: dpkg-buildpackage with debhelper 13 and
@@ -58,7 +66,28 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 echo "Installing missing Debian packages:$missing"
+# libapache2-mod-security2's postinst enables security2 in the system
+# apache2, and restarts it, when the apache2 package is installed.  No test
+# uses the system's apache2 for it: unless security2 was enabled before,
+# it is disabled again below, and a running system apache2 reloaded.
+security2=/etc/apache2/mods-enabled/security2.load
+security2_was_on=
+case " $missing " in
+    *" libapache2-mod-security2 "*)
+        if [ -e "$security2" ]; then security2_was_on=1; fi ;;
+    *) security2_was_on=1 ;;
+esac
 export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 # shellcheck disable=SC2086
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing
+if [ -z "$security2_was_on" ] && [ -e "$security2" ]; then
+    a2dismod -q security2
+    echo "t/deps.sh: security2 disabled again in the system apache2" \
+         "(libapache2-mod-security2 enabled it; the tests load it in" \
+         "servers of their own)"
+    pid=$(cat /var/run/apache2/apache2.pid 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        apache2ctl graceful
+    fi
+fi

@@ -83,9 +83,10 @@ SITES_LINE = re.compile(
 
 # No PdfTokenSecretFile: the site uses what the packaged pdftoken.conf
 # sets.  The module's directives are inside <IfModule>, unlike what the
-# example configuration recommends, because this one site must serve before
-# a2enmod, after a2dismod and after the purge: the test checks that the
-# package's own files leave a configuration that starts.
+# README and the example configuration recommend, because this one site
+# must serve before a2enmod, after a2dismod and after the purge: the test
+# checks that the package's own files leave a configuration that starts.
+# The access log is the README's: its LogFormat line, in the site.
 SITE = """
 # mod_pdftoken deploy test: one site, on the loopback address only.
 Listen 127.0.0.1:@PORT@
@@ -93,7 +94,7 @@ Listen 127.0.0.1:@PORT@
     ServerName 127.0.0.1
     DocumentRoot "@TMP@/htdocs"
     ErrorLog "@TMP@/logs/site-error.log"
-    # The nickname is defined by the packaged pdftoken.conf.
+    @LOGFORMAT@
     CustomLog "@TMP@/logs/site-access.log" pdftoken
     <Directory "@TMP@/htdocs">
         Require all granted
@@ -108,6 +109,14 @@ Listen 127.0.0.1:@PORT@
     </IfModule>
 </VirtualHost>
 """
+
+
+def readme_logformat():
+    """The README's LogFormat line (README.md, "Logging")."""
+    lines = re.findall(r"^LogFormat .* pdftoken$",
+                       (system.REPO / "README.md").read_text(), re.M)
+    assert len(lines) == 1, lines
+    return lines[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -235,7 +244,8 @@ class Deployment:
         self.port = httpd.free_port()
         site = (SITE.replace("@PORT@", str(self.port))
                 .replace("@TMP@", str(self.tmp))
-                .replace("@TIMEOUT@", str(TIMEOUT)))
+                .replace("@TIMEOUT@", str(TIMEOUT))
+                .replace("@LOGFORMAT@", readme_logformat()))
         conf = PORTS_LINE.sub("# (ports.conf left out by the deploy test)",
                               stock)
         conf = SITES_LINE.sub(lambda m: site, conf)
@@ -375,11 +385,14 @@ def test_package_holds_the_module_and_the_a2enmod_files():
                    listing.splitlines() if not line.startswith("d"))
     doc = "/usr/share/doc/" + system.PACKAGE
     # The secret is not in the package (every installation makes its own).
+    # The Markdown files keep their names and layout, so that their links
+    # resolve (test_shipped_docs_link_only_to_each_other).
     assert files == sorted([
         MODULE_SO, LOAD, CONF,
-        doc + "/README.md.gz", doc + "/directives.md.gz",
-        doc + "/changelog.Debian.gz", doc + "/copyright",
-        doc + "/examples/pdftoken.conf.example",
+        doc + "/README.md", doc + "/docs/directives.md",
+        doc + "/docs/behaviour.md", doc + "/docs/logging.md",
+        doc + "/changelog.gz", doc + "/changelog.Debian.gz",
+        doc + "/copyright", doc + "/examples/pdftoken.conf.example",
     ]), listing
     _, version = system.run(["dpkg-parsechangelog", "-l",
                              str(system.REPO / "debian" / "changelog"),
@@ -438,21 +451,44 @@ def test_packaged_files_load_the_module_and_read_the_secret():
         conf = (tmp / CONF.lstrip("/")).read_text()
         active = [line.strip() for line in conf.splitlines()
                   if line.strip() and not line.strip().startswith("#")]
-        # Safe to enable as is: the secret the postinst made and a
-        # LogFormat nickname; PdfTokenProtect and the rotation line are
-        # only shown in comments.
-        assert active[0] == "<IfModule pdftoken_module>", active
-        assert active[-1] == "</IfModule>", active
-        assert active[1:-1] == [
-            "PdfTokenSecretFile " + SECRET,
-            'LogFormat "%h %l %u %t \\"%r\\" %>s %b pdftoken=%{PDFTOKEN}e" '
-            "pdftoken"], active
+        # Safe to enable as is: the secret the postinst made, nothing
+        # else.  No LogFormat: a nickname that a2dismod takes away leaves
+        # CustomLog logging the bare word.  PdfTokenProtect and the
+        # rotation line are only shown in comments.
+        assert active == ["<IfModule pdftoken_module>",
+                          "PdfTokenSecretFile " + SECRET,
+                          "</IfModule>"], active
         assert "#PdfTokenSecretFile %s %s.old" % (SECRET, SECRET) in conf
-        assert "#    PdfTokenProtect On" in conf
+        assert re.search(r"^#\s+PdfTokenProtect On$", conf, re.M), conf
         # No LogLevel: httpd logs notices (the secret in use) whatever
         # LogLevel says, and a module level here would hide the info lines
         # of an administrator's `LogLevel info`.
         assert "LogLevel" not in "\n".join(active)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def test_shipped_docs_link_only_to_each_other():
+    """Every relative link of a Markdown file the package ships names a
+    file the package ships: nothing points at the source tree."""
+    deb = deb_path()
+    tmp = Path(tempfile.mkdtemp(prefix="pdftoken-debdoc-"))
+    try:
+        system.run(["dpkg-deb", "-x", deb, str(tmp)])
+        doc = tmp / "usr/share/doc" / system.PACKAGE
+        pages = sorted(doc.rglob("*.md"))
+        assert len(pages) == 4, pages
+        for page in pages:
+            for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+                if re.match(r"https?://", target):
+                    continue
+                file = target.partition("#")[0]
+                assert not file or (page.parent / file).is_file(), \
+                    (page.relative_to(doc), target)
+        # The packaged pdftoken.conf points at files that are there.
+        conf = (tmp / CONF.lstrip("/")).read_text()
+        for path in re.findall(r"/usr/share/doc/[\w./-]*[\w/]", conf):
+            assert (tmp / path.lstrip("/")).exists(), path
     finally:
         shutil.rmtree(tmp)
 
@@ -588,7 +624,7 @@ def test_a_token_minted_before_a_restart_opens_the_pdf_after_it(deployment):
                   d.docs["prot"])
 
 
-def test_packaged_logformat_logs_the_decision(deployment):
+def test_readme_logformat_logs_the_decision(deployment):
     d = deployment
     site = Site(d.port)
     r = site.get(DOC)
@@ -649,6 +685,16 @@ def test_a2dismod_leaves_a_configuration_that_passes_and_starts(
     assert d.proc.poll() is None
     # The module is gone: the PDF is served as without it.
     assert_untouched(Site(d.port).get(DOC), d.docs["prot"])
+    # The README's LogFormat is mod_log_config's: without the module the
+    # decision logs "-", not the nickname as a literal word.
+    log = d.tmp / "logs" / "site-access.log"
+    want = '"GET %s HTTP/1.1" 200 ' % DOC
+    deadline = time.time() + 5
+    while want not in log.read_text("latin-1").splitlines()[-1] \
+            and time.time() < deadline:
+        time.sleep(0.1)
+    last = log.read_text("latin-1").splitlines()[-1]
+    assert want in last and last.endswith(" pdftoken=-"), last
     # The example, unwrapped on purpose, now fails configtest by name
     # instead of leaving the PDFs silently unprotected.
     rc, out = system.run([APACHE, "-t", "-d", CONFDIR, "-f",
@@ -656,7 +702,7 @@ def test_a2dismod_leaves_a_configuration_that_passes_and_starts(
                           "-c", "Include %s" % EXAMPLE],
                          env=d.env, check=False, timeout=60)
     assert rc != 0, out
-    assert "Invalid command 'PdfTokenSecretFile'" in out, out
+    assert "Invalid command 'PdfTokenProtect'" in out, out
 
 
 def test_purge_deletes_the_secret_and_leaves_a_configuration_that_starts(

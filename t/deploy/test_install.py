@@ -3,8 +3,9 @@
 pdftoken.load (naming that .so) and pdftoken.conf into
 /etc/apache2/mods-available, all under DESTDIR; no .la, no httpd.conf edit
 (never `apxs -a`), no a2enmod.  Onto the live system (no DESTDIR) it also
-makes the secret pdftoken.conf reads, so that `a2enmod pdftoken` then gives
-a configuration that passes `apache2ctl configtest`."""
+makes the secret beside httpd.conf, so that `a2enmod pdftoken` then gives a
+configuration that passes `apache2ctl configtest`, and where there is no
+mods-available it prints the two lines that load the module."""
 
 import filecmp
 import os
@@ -103,6 +104,7 @@ def test_make_install_then_a2enmod_passes_configtest():
             _, out = system.run(["make", "-C", str(system.REPO), "install"],
                                 timeout=300)
             assert "made %s" % SECRET in out, out
+            assert "Enable it with:  a2enmod pdftoken" in out, out
             st = os.stat(SECRET)
             assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o600)
             assert re.fullmatch(rb"[0-9a-f]{64}\n",
@@ -134,11 +136,66 @@ def test_make_install_then_a2enmod_passes_configtest():
         assert system.diff(before, system.snapshot()) == []
 
 
+def printed_lines(out):
+    """The two lines `make install` prints where there is no
+    mods-available: LoadModule and PdfTokenSecretFile."""
+    lines = re.findall(r"^  ((?:LoadModule|PdfTokenSecretFile) .*)$", out,
+                       re.M)
+    assert [line.split()[0] for line in lines] == [
+        "LoadModule", "PdfTokenSecretFile"], out
+    return lines
+
+
+def apxs_layout_conf(root, lib, body):
+    """A minimal httpd.conf of an httpd built from source, in root."""
+    return ("ServerRoot %s\n"
+            "LoadModule mpm_event_module %s/mod_mpm_event.so\n"
+            "LoadModule authz_core_module %s/mod_authz_core.so\n"
+            "ServerName 127.0.0.1\n"
+            "Listen 127.0.0.1:80\n"
+            "ErrorLog %s/error.log\n%s\n" % (root, lib, lib, root, body))
+
+
+def test_make_install_elsewhere_prints_the_lines_that_load_it():
+    """README, "Any httpd 2.4 with apxs", where there is no
+    mods-available: `make install` onto the live system makes the secret
+    beside httpd.conf (apxs -q SYSCONFDIR) and prints the two lines to add;
+    with them and the example configuration, configtest passes.  Then the
+    installed files are removed."""
+    lib = libexecdir()
+    so = lib + "/mod_pdftoken.so"
+    with system.MachineLock():
+        assert not system.package_present(), system.package_status()
+        for p in (so, SECRET):
+            assert not os.path.lexists(p), "%s exists already" % p
+        before = system.snapshot()
+        root = Path(tempfile.mkdtemp(prefix="pdftoken-elsewhere-"))
+        try:
+            _, out = system.run(["make", "-C", str(system.REPO), "install",
+                                 "APACHE_MODS_AVAILABLE="], timeout=300)
+            assert "made %s" % SECRET in out, out
+            lines = printed_lines(out)
+            assert lines == ["LoadModule pdftoken_module " + so,
+                             "PdfTokenSecretFile " + SECRET], lines
+            example = system.REPO / "conf" / "pdftoken.conf.example"
+            (root / "httpd.conf").write_text(apxs_layout_conf(
+                root, lib, "\n".join(lines) + "\nInclude %s" % example))
+            rc, out = system.run(["/usr/sbin/apache2", "-t", "-f",
+                                  str(root / "httpd.conf")], check=False,
+                                 timeout=60)
+            assert rc == 0 and "Syntax OK" in out, out
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+            for p in (so, SECRET):
+                if os.path.lexists(p):
+                    os.unlink(p)
+        assert system.diff(before, system.snapshot()) == []
+
+
 def test_example_configuration_passes_configtest_with_apxs_layout():
     """conf/pdftoken.conf.example in an httpd laid out as one built from
-    source: ServerRoot holds the secret, the module is loaded by the
-    absolute path make install used (the example's LoadModule line, its
-    path replaced), nothing from /etc/apache2."""
+    source: the module loaded by the absolute path make install used, the
+    secret in ServerRoot's conf/, nothing from /etc/apache2."""
     lib = libexecdir()
     dest = Path(tempfile.mkdtemp(prefix="pdftoken-apxs-"))
     try:
@@ -146,34 +203,25 @@ def test_example_configuration_passes_configtest_with_apxs_layout():
                     "DESTDIR=%s" % dest, "APACHE_MODS_AVAILABLE="],
                    timeout=300)
         root = dest / "serverroot"
-        root.mkdir()
-        (root / "pdftoken.secret").write_text("c" * 64 + "\n")
-        example = (system.REPO / "conf" /
-                   "pdftoken.conf.example").read_text()
-        line = re.compile(r"^#LoadModule pdftoken_module (\S+)$", re.M)
-        assert len(line.findall(example)) == 1, "no LoadModule line"
+        (root / "conf").mkdir(parents=True)
+        (root / "conf" / "pdftoken.secret").write_text("c" * 64 + "\n")
+        example = system.REPO / "conf" / "pdftoken.conf.example"
         so = "%s%s/mod_pdftoken.so" % (dest, lib)
-        (root / "pdftoken.conf").write_text(
-            line.sub("LoadModule pdftoken_module " + so, example))
-        (root / "httpd.conf").write_text(
-            "ServerRoot %s\n"
-            "LoadModule mpm_event_module %s/mod_mpm_event.so\n"
-            "LoadModule authz_core_module %s/mod_authz_core.so\n"
-            "ServerName 127.0.0.1\n"
-            "Listen 127.0.0.1:80\n"
-            "ErrorLog %s/error.log\n"
-            "Include pdftoken.conf\n"
-            % (root, lib, lib, root))
+        (root / "httpd.conf").write_text(apxs_layout_conf(
+            root, lib, "LoadModule pdftoken_module %s\n"
+            "PdfTokenSecretFile conf/pdftoken.secret\n"
+            "Include %s" % (so, example)))
         rc, out = system.run(["/usr/sbin/apache2", "-t", "-f",
                               str(root / "httpd.conf")], check=False,
                              timeout=60)
         assert rc == 0 and "Syntax OK" in out, out
         # Without the module the same file fails configtest by name:
         # the example is unwrapped on purpose.
-        (root / "pdftoken.conf").write_text(example)
+        (root / "httpd.conf").write_text(apxs_layout_conf(
+            root, lib, "Include %s" % example))
         rc, out = system.run(["/usr/sbin/apache2", "-t", "-f",
                               str(root / "httpd.conf")], check=False,
                              timeout=60)
-        assert rc != 0 and "Invalid command 'PdfTokenSecretFile'" in out, out
+        assert rc != 0 and "Invalid command 'PdfTokenProtect'" in out, out
     finally:
         shutil.rmtree(dest, ignore_errors=True)

@@ -189,9 +189,12 @@ NOT_COMPARED = ("date", "content-length", "transfer-encoding")
 
 def comparable(r):
     """(status line, headers but Date and framing, body with chunking
-    undone)."""
+    undone).  The module's own product token in the Server banner, which
+    httpd shows under ServerTokens Full (its default) for every module that
+    adds one, is not the answer's: it is left out."""
     status_line = r.raw_head.split(b"\r\n")[0]
-    headers = [(n, v) for n, v in r.headers
+    headers = [(n, re.sub(r" mod_pdftoken/[\d.]+", "", v)
+                if n.lower() == "server" else v) for n, v in r.headers
                if n.lower() not in NOT_COMPARED]
     rest = r.rest
     if "chunked" in (r.get("Transfer-Encoding") or "").lower():
