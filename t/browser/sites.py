@@ -300,20 +300,24 @@ def build_site(httpd, attacker, b, seen_dir, backend):
         return {"path": "/" + rel, "url": srv + "/" + rel, "label": label,
                 "file": str(httpd.docroot / rel)}
 
+    def attack(c, case, body):
+        """The attacker's page for case: body, with c["attackUrl"]."""
+        rel = "/%s/%s.html" % (b, case)
+        attacker.pages[rel] = page("attacker " + case, body)
+        c["attacker"] = attacker.url(rel)
+
+    def link(url):
+        return '<a id="go" href="%s">read the report</a>' % html.escape(url)
+
     cases = {}
     c = cases["c1"] = pdf("c1")
     c["attackUrl"] = c["url"] + ATTACK
-    attacker.pages["/%s/c1.html" % b] = page(
-        "attacker c1", '<a id="go" href="%s">read the report</a>'
-        % c["attackUrl"])
-    c["attacker"] = attacker.url("/%s/c1.html" % b)
+    attack(c, "c1", link(c["attackUrl"]))
 
     c = cases["c2a"] = pdf("c2a")
     c["attackUrl"] = c["url"] + ATTACK
-    attacker.pages["/%s/c2a.html" % b] = page(
-        "attacker c2a", "<script>setTimeout(function () { location.href = "
-        "%s; }, 300);</script>" % json.dumps(c["attackUrl"]))
-    c["attacker"] = attacker.url("/%s/c2a.html" % b)
+    attack(c, "c2a", "<script>setTimeout(function () { location.href = "
+           "%s; }, 300);</script>" % json.dumps(c["attackUrl"]))
 
     c = cases["c2b"] = pdf("c2b")
     c["attackUrl"] = c["url"] + ATTACK
@@ -339,10 +343,7 @@ def build_site(httpd, attacker, b, seen_dir, backend):
 
     c = cases["c5"] = pdf("c5")
     c["attackUrl"] = c["url"] + ATTACK
-    attacker.pages["/%s/c5.html" % b] = page(
-        "attacker c5", '<a id="go" href="%s">read the report</a>'
-        % c["attackUrl"])
-    c["attacker"] = attacker.url("/%s/c5.html" % b)
+    attack(c, "c5", link(c["attackUrl"]))
 
     cases["c6a"] = pdf("c6a")
     c = cases["c6b"] = pdf("c6b")
@@ -362,17 +363,12 @@ def build_site(httpd, attacker, b, seen_dir, backend):
                               expiry=int(time.time()) - 60)
     c["staleToken"] = stale
     c["attackUrl"] = "%s?pdftoken=%s%s" % (c["url"], stale, ATTACK)
-    attacker.pages["/%s/c7b.html" % b] = page(
-        "attacker c7b", '<a id="go" href="%s">read the report</a>'
-        % c["attackUrl"])
-    c["attacker"] = attacker.url("/%s/c7b.html" % b)
+    attack(c, "c7b", link(c["attackUrl"]))
 
     c = cases["c8"] = pdf("c8")
     c["attackUrl"] = c["url"] + ATTACK
-    attacker.pages["/%s/c8.html" % b] = page(
-        "attacker c8", '<iframe id="victim" src="%s" width="700" '
-        'height="400"></iframe>' % c["attackUrl"])
-    c["attacker"] = attacker.url("/%s/c8.html" % b)
+    attack(c, "c8", '<iframe id="victim" src="%s" width="700" '
+           'height="400"></iframe>' % c["attackUrl"])
 
     # Dynamic PDFs (d1-d3): the data lives outside the docroot, the URL
     # has no .pdf, only the handler's answer says PDF.
@@ -398,10 +394,7 @@ def build_site(httpd, attacker, b, seen_dir, backend):
             httpd.write(path[1:], CGI_REPORT % sub, mode=0o755)
         c = cases[case] = {"path": path, "url": url, "label": label,
                            "attackUrl": url + ATTACK, "query": query}
-        attacker.pages["/%s/%s.html" % (b, case)] = page(
-            "attacker " + case, '<a id="go" href="%s">read the report</a>'
-            % html.escape(c["attackUrl"]))
-        c["attacker"] = attacker.url("/%s/%s.html" % (b, case))
+        attack(c, case, link(c["attackUrl"]))
 
     # PdfTokenFragment safe
     rel = "%s/f1/probe.html" % b
@@ -415,10 +408,7 @@ def build_site(httpd, attacker, b, seen_dir, backend):
                        ("f4", "#FDF=javascript:alert(document.domain)")):
         c = cases[case] = pdf(case, pages=5)
         c["attackUrl"] = c["url"] + frag
-        attacker.pages["/%s/%s.html" % (b, case)] = page(
-            "attacker " + case, '<a id="go" href="%s">read the report</a>'
-            % html.escape(c["attackUrl"]))
-        c["attacker"] = attacker.url("/%s/%s.html" % (b, case))
+        attack(c, case, link(c["attackUrl"]))
     c = cases["f5"] = pdf("f5", pages=5)
     c["attackUrl"] = c["url"] + "#page=3&x=javascript:alert(document.domain)"
     c = cases["f6"] = pdf("f6", pages=5)
