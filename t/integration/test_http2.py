@@ -549,11 +549,13 @@ def test_no_byte_of_a_discarded_pdf_reaches_the_client(env, mode):
 def test_slow_back_end_redirect_is_prompt_and_the_connection_goes_on(env,
                                                                      mode):
     """A back end that sends the start of a 6.5 MiB PDF and holds the
-    rest: the 302 comes on its stream while the back end holds, the back
-    end is let go (its next writes fail), and the next stream on the same
-    connection is served."""
+    rest: the 302 comes on its stream while the back end holds, the next
+    stream on the same connection is served, and the back end is not left
+    hanging.  Whether mod_proxy reads it to its end (the discard drains)
+    or mod_http2 ends the stream's connection first (its next writes fail)
+    is a race between httpd's own threads, so either end counts."""
     back = env["back"]
-    back.slow_aborted.clear()
+    back.slow_done.clear()
     back.slow_release.clear()
     try:
         with h2_session(env, mode) as c:
@@ -565,7 +567,7 @@ def test_slow_back_end_redirect_is_prompt_and_the_connection_goes_on(env,
             assert_clean(c)
     finally:
         back.slow_release.set()
-    assert back.slow_aborted.wait(12), "the back end was read to the end"
+    assert back.slow_done.wait(30), "the back end never ended"
 
 
 @pytest.mark.parametrize("mode", ["h2", "h2c"])
