@@ -462,8 +462,8 @@ pdftoken_status pdftoken_mint_nonce(
     pdftoken_status st;
 
     raw[OFF_VERSION] = PDFTOKEN_VERSION;
-    put_be64(raw + OFF_EXPIRY, expiry);
     memcpy(raw + OFF_NONCE, nonce, PDFTOKEN_NONCE_LEN);
+    put_be64(raw + OFF_EXPIRY, expiry ^ get_be64(raw + OFF_NONCE));
     st = token_tag(key, raw, path, pathlen, tag);
     if (st != PDFTOKEN_OK) {
         return st;
@@ -572,7 +572,7 @@ pdftoken_status pdftoken_verify(const pdftoken_key *keys, size_t nkeys,
     }
     /* The clock is read only for authentic tokens, so that "expired"
      * always means "genuine but old". */
-    exp = get_be64(raw + OFF_EXPIRY);
+    exp = get_be64(raw + OFF_EXPIRY) ^ get_be64(raw + OFF_NONCE);
     if (expiry != NULL) {
         *expiry = exp;
     }

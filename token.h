@@ -8,15 +8,16 @@
  * and writes into caller-owned buffers, so that the library is unit-tested,
  * fuzzed and benchmarked on its own and linked unchanged into the module.
  *
- * Token format, version 1
+ * Token format, version 2
  * -----------------------
  *
  * The token is the base64url encoding (RFC 4648 section 5, no padding) of
  * 45 raw bytes, so it is always exactly 60 characters long:
  *
  *     offset  length  field
- *          0       1  version, 0x01
- *          1       8  expiry, seconds since the Unix epoch, unsigned,
+ *          0       1  version, 0x02
+ *          1       8  masked expiry: the expiry (seconds since the Unix
+ *                     epoch, unsigned) XOR the nonce's first 8 bytes,
  *                     big-endian
  *          9      16  nonce, from RAND_bytes()
  *         25      20  tag: the first 20 bytes (160 bits) of
@@ -24,8 +25,8 @@
  *
  * where message is
  *
- *     version (1) || expiry (8) || nonce (16) || len(path) (8, big-endian)
- *     || path
+ *     version (1) || masked expiry (8) || nonce (16)
+ *     || len(path) (8, big-endian) || path
  *
  * "path" is the URL path the token is minted for, exactly as the caller
  * gives it (mod_pdftoken passes the decoded path of the request the browser
@@ -33,6 +34,15 @@
  * into the fixed fields; the fixed fields cannot slide because their
  * lengths never change.  45 bytes is a whole number of base64 groups, so
  * the encoding has no partial group and no padding bits to canonicalise.
+ *
+ * Why the mask: version 1 carried the expiry in clear, so its characters 0
+ * to 11 were the same for every token minted in one second, and for one
+ * second in 4096 (and longer runs more rarely) they held "--", which the
+ * OWASP CRS at paranoia level 2 takes for an SQL comment: every first view
+ * in that second was refused by such a WAF, whatever nonce was drawn.
+ * Masked, every character of the token depends on the nonce, and drawing
+ * another nonce (pdftoken_mint) gives a token without "--".  The tag covers
+ * the masked bytes, so the mask changes nothing of what is signed.
  *
  * Characters 12 to 19 of the token encode the first six bytes of the nonce
  * (the nonce starts on a group boundary at byte 9): mod_pdftoken suffixes
@@ -46,7 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PDFTOKEN_VERSION 0x01
+#define PDFTOKEN_VERSION 0x02
 #define PDFTOKEN_EXPIRY_LEN 8
 #define PDFTOKEN_NONCE_LEN 16
 #define PDFTOKEN_TAG_LEN 20

@@ -62,6 +62,7 @@ def set_values(s):
     exp = ref.mint(secret, DOC, expiry=now - 600)
     other = ref.mint(secret, "/prot/other.pdf", lifetime=3600)
     forged = ref.forge(ref.mint(secret, DOC, lifetime=3600))
+    v1 = ref.mint(secret, DOC, lifetime=3600, version=1)
     s.values = {
         "HOST": "127.0.0.1:%d" % s.port,
         "PORT": str(s.port),
@@ -73,7 +74,9 @@ def set_values(s):
         "TOKOLD": ref.mint(secret, DOC, expiry=now - 7200),
         "TOKOTHER": other,
         "CKOTHER": ref.cookie_pair(other),
-        "TOKV2": ref.mint(secret, DOC, lifetime=3600, version=2),
+        "TOKV1": v1,
+        "CKV1": ref.cookie_pair(v1),
+        "TOKV3": ref.mint(secret, DOC, lifetime=3600, version=3),
         "TOKFORGED": forged,
         "CKFORGED": ref.cookie_pair(forged),
         "TOKNUL": tok[:30] + "%00" + tok[33:],

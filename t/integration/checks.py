@@ -53,7 +53,7 @@ def assert_redirect(server, r, path, query="", name="pdftoken", timeout=10,
     assert location == expected, (location, expected)
 
     version, expiry, _, _ = pdftoken_ref.parse(token)
-    assert version == 1
+    assert version == pdftoken_ref.VERSION
     now = time.time()
     assert now + timeout - 5 <= expiry <= now + timeout + 2, \
         "expiry %d is not now + %d" % (expiry - now, timeout)

@@ -1,12 +1,13 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """An independent Python implementation of the token format of token.h.
 
-Written from the format comment in token.h (version 1), not from token.c:
+Written from the format comment in token.h (version 2), not from token.c:
 tokens minted here and accepted by the module, and tokens minted by the
 module and verified here, pin the format from outside.
 
-    raw   = version (1) || expiry (8, big-endian) || nonce (16) || tag (20)
-    tag   = HMAC-SHA256(secret, version || expiry || nonce
+    masked = expiry XOR the nonce's first 8 bytes (8, big-endian)
+    raw   = version (1) || masked (8) || nonce (16) || tag (20)
+    tag   = HMAC-SHA256(secret, version || masked || nonce
                                 || len(path) (8, big-endian) || path)[:20]
     token = base64url(raw), no padding: 60 characters
 
@@ -21,7 +22,7 @@ import os
 import re
 import time
 
-VERSION = 0x01
+VERSION = 0x02
 NONCE_LEN = 16
 TAG_LEN = 20
 RAW_LEN = 1 + 8 + NONCE_LEN + TAG_LEN
@@ -69,9 +70,18 @@ def b64url_decode(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def masked(expiry, nonce, version=VERSION):
+    """The expiry field's 8 bytes: expiry XOR the nonce's first 8 (version
+    1, the format before, carried it in clear; minted here to show the
+    module refuses it)."""
+    if version == 1:
+        return expiry.to_bytes(8, "big")
+    return (expiry ^ int.from_bytes(nonce[:8], "big")).to_bytes(8, "big")
+
+
 def tag_for(secret, version, expiry, nonce, path):
     path = _b(path)
-    msg = (bytes([version]) + expiry.to_bytes(8, "big") + nonce
+    msg = (bytes([version]) + masked(expiry, nonce, version) + nonce
            + len(path).to_bytes(8, "big") + path)
     return hmac.new(secret, msg, hashlib.sha256).digest()[:TAG_LEN]
 
@@ -86,7 +96,7 @@ def mint(secret, path, expiry=None, lifetime=10, nonce=None,
         expiry = int(time.time()) + lifetime
     if nonce is None:
         nonce = os.urandom(NONCE_LEN)
-    raw = (bytes([version]) + expiry.to_bytes(8, "big") + nonce
+    raw = (bytes([version]) + masked(expiry, nonce, version) + nonce
            + tag_for(secret, version, expiry, nonce, path))
     assert len(raw) == RAW_LEN
     return remember(b64url(raw))
@@ -106,7 +116,10 @@ def parse(token):
     raw = b64url_decode(token)
     if len(raw) != RAW_LEN:
         raise ValueError("decodes to %d bytes" % len(raw))
-    return (raw[0], int.from_bytes(raw[1:9], "big"), raw[9:25], raw[25:])
+    nonce = raw[9:25]
+    expiry = int.from_bytes(raw[1:9], "big") ^ int.from_bytes(nonce[:8],
+                                                              "big")
+    return (raw[0], expiry, nonce, raw[25:])
 
 
 def verifies(secret, token, path):

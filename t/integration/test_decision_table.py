@@ -65,7 +65,7 @@ def test_r1_token_is_bound_to_the_path_under_the_secret(srv):
     assert ref.verifies(srv.secret, token, DOC)
     assert not ref.verifies(srv.secret, token, "/prot/other.pdf")
     version, expiry, _, _ = ref.parse(token)
-    assert version == 1
+    assert version == ref.VERSION
     assert abs(expiry - (time.time() + 10)) <= 3
 
 
@@ -307,7 +307,8 @@ def _r4_cases(secret):
         "bad_tag": ref.forge(good),
         "other_path": ref.mint(secret, "/prot/other.pdf", lifetime=30),
         "other_secret": ref.mint(b"x" * 32, DOC, lifetime=30),
-        "unknown_version": ref.mint(secret, DOC, lifetime=30, version=2),
+        "unknown_version": ref.mint(secret, DOC, lifetime=30, version=3),
+        "version_1": ref.mint(secret, DOC, lifetime=30, version=1),
         "malformed_short": "abc",
         "malformed_alphabet": "!" * 60,
         "malformed_padding": good[:58] + "==",
@@ -318,7 +319,7 @@ def _r4_cases(secret):
 
 @pytest.mark.parametrize("case", [
     "expired", "expired_long_ago", "bad_tag", "other_path", "other_secret",
-    "unknown_version", "malformed_short", "malformed_alphabet",
+    "unknown_version", "version_1", "malformed_short", "malformed_alphabet",
     "malformed_padding", "malformed_61_chars", "empty"])
 def test_r4_bad_token_redirects_with_fresh_token_and_old_removed(srv, case):
     old = _r4_cases(srv.secret)[case]

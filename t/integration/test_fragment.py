@@ -76,7 +76,7 @@ def assert_page(srv, r, path, query=""):
     assert url == "%s?%s%s#" % (path, query + "&" if query else "",
                                 "pdftoken=" + token)
     version, expiry, _, _ = ref.parse(token)
-    assert version == 1 and expiry > time.time()
+    assert version == ref.VERSION and expiry > time.time()
     assert ref.verifies(srv.secret, token, path)
     cookies = [c for c in r.set_cookies() if c[1] == token]
     assert len(cookies) == 1, r

@@ -43,7 +43,7 @@ def test_reference_token_round_trip():
     t = ref.mint(secret, "/a.pdf", expiry=1234567890, nonce=bytes(range(16)))
     assert len(t) == 60 and ref.TOKEN_RE.match(t)
     version, expiry, nonce, tag = ref.parse(t)
-    assert (version, expiry, nonce) == (1, 1234567890, bytes(range(16)))
+    assert (version, expiry, nonce) == (2, 1234567890, bytes(range(16)))
     assert len(tag) == 20
     assert ref.verifies(secret, t, "/a.pdf")
     assert not ref.verifies(secret, t, "/b.pdf")

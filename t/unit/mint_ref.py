@@ -19,7 +19,7 @@ import hmac
 import struct
 import sys
 
-VERSION = 0x01
+VERSION = 0x02
 NONCE_LEN = 16
 TAG_LEN = 20       # HMAC-SHA256 truncated to 160 bits
 RAW_LEN = 1 + 8 + NONCE_LEN + TAG_LEN
@@ -36,9 +36,11 @@ def mint(key, path, expiry, nonce):
     if not 0 <= expiry < 1 << 64:
         raise ValueError("expiry must fit in 64 unsigned bits")
 
-    # version (1) || expiry (8, big-endian) || nonce (16): the signed head,
-    # which is also the start of the raw token.
-    head = struct.pack(">BQ", VERSION, expiry) + bytes(nonce)
+    # version (1) || expiry XOR the nonce's first 8 bytes (8, big-endian)
+    # || nonce (16): the signed head, which is also the start of the raw
+    # token.
+    mask = struct.unpack(">Q", bytes(nonce[:8]))[0]
+    head = struct.pack(">BQ", VERSION, expiry ^ mask) + bytes(nonce)
     # The path is length-prefixed (8 bytes, big-endian) inside the MAC so
     # that it cannot slide into the fixed fields.
     message = head + struct.pack(">Q", len(path)) + bytes(path)

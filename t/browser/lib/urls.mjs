@@ -25,7 +25,8 @@ export function queryToken(url) {
   return all.length === 1 ? all[0] : null;
 }
 
+// token.h, version 2: the expiry is stored XOR the nonce's first 8 bytes.
 export function tokenExpiry(token) {
   const raw = Buffer.from(token, 'base64url');
-  return Number(raw.readBigUInt64BE(1));
+  return Number(raw.readBigUInt64BE(1) ^ raw.readBigUInt64BE(9));
 }
