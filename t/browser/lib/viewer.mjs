@@ -37,11 +37,16 @@ export async function viewerState(page, frameOrGetter) {
       .findIndex((f) => (f.getAttribute('src') || '').startsWith(prefix)), VIEWER_PREFIX),
                                   3000, 'finding the PDF viewer');
     if (idx >= 0) {
+      // app.page reads app.pdfViewer, which WebKit's pdf.js has been seen
+      // to leave null for good in the second of two PDF iframes loading at
+      // once (c6b, on a busy machine) while the document itself was parsed
+      // (its /Title known): that frame then counts as inline, pageless.
       const viewer = await withTimeout(page._inFrame([...frame.path, idx], (d) => d.executeScript(`
         const app = window.PDFViewerApplication;
         return app && app.pdfDocument ? {
           title: (app.documentInfo && app.documentInfo.Title) || null,
-          page: app.page, pages: app.pagesCount } : { title: null, page: null, pages: null };`)),
+          page: app.pdfViewer ? app.page : null, pages: app.pagesCount,
+          pageless: !app.pdfViewer } : { title: null, page: null, pages: null };`)),
                                        3000, 'evaluating in the PDF viewer');
       Object.assign(doc, viewer);
     }
@@ -96,7 +101,7 @@ export async function waitForViewer(page, frameOrGetter, label, timeout = 15000)
     return await waitFor(async () => {
       const s = last = await viewerState(page, frameOrGetter);
       return s.contentType === 'application/pdf' && s.title &&
-        s.title.startsWith(label) && s.page >= 1 ? s : null;
+        s.title.startsWith(label) && (s.page >= 1 || s.pageless) ? s : null;
     }, timeout, `the PDF viewer to show "${label}"`);
   } catch (e) {
     throw new Error(`${e.message}; last seen ${JSON.stringify(last)}`);
