@@ -5,10 +5,10 @@
 import { TERMINAL, decisions, logFor } from '../lib/accesslog.mjs';
 import { B, cfg } from '../lib/config.mjs';
 import { downloadsIn, newPage, startGoto } from '../lib/launch.mjs';
-import { check, runCase } from '../lib/results.mjs';
+import { check, limit, runCase } from '../lib/results.mjs';
 import { renderedShot, screenshot } from '../lib/screenshot.mjs';
 import { fragmentOf, framesOf, queryToken, urlOf } from '../lib/urls.mjs';
-import { viewerState, waitForViewer } from '../lib/viewer.mjs';
+import { STALLED_VIEWER, viewerState, waitForViewer } from '../lib/viewer.mjs';
 import { sleep, waitFor } from '../lib/wait.mjs';
 
 async function holdFollowUps(pages, docUrl, n) {
@@ -46,7 +46,7 @@ export async function caseTwoTabs(ctx) {
     const views = [];
     for (const page of pages) {
       try {
-        views.push(await waitForViewer(page, () => page.mainFrame(), c.label));
+        views.push(await waitForViewer(page, () => page.mainFrame(), c.label, 15000, c.url));
       } catch (e) {
         r.failures.push(`tab ${views.length + 1}: ${e.message}`);
         views.push(null);
@@ -72,12 +72,17 @@ export async function caseTwoTabs(ctx) {
     for (const [i, page] of pages.entries()) {
       await page.bringToFront();
       const stats = await renderedShot(page, `c6a-tab${i + 1}`);
+      if (views[i] && views[i].stalled) {
+        limit(r, STALLED_VIEWER);
+        continue;
+      }
       check(r, stats.rendered, `tab ${i + 1}: screenshot looks blank ${JSON.stringify(stats)}`);
     }
     check(r, downloadsIn(ctx).length === 0 && ctx.events.length === 0, 'a download happened');
     r.notes.push(`log ${seq.join(',')}; cookies sent with the passes: ` +
                  passes.map((e) => e.cookies.size).join(','));
     r.outcome = views.every(Boolean) ? 'both inline (R,R,P,P)' : 'not both inline';
+    if (views.some((v) => v && v.stalled)) r.outcome += ', one WebKit viewer stalled';
     for (const page of pages) await page.close();
   });
 }
@@ -103,7 +108,7 @@ export async function caseTwoIframes(ctx) {
     for (const [i, url] of urls.entries()) {
       try {
         views.push(await waitForViewer(page, async () => (await pdfFrames()).find((f) => f.url() === url),
-                                       c.label));
+                                       c.label, 15000, c.url));
       } catch (e) {
         r.failures.push(`iframe ${i + 1}: ${e.message}`);
         views.push(null);
@@ -122,13 +127,15 @@ export async function caseTwoIframes(ctx) {
       check(r, !fragmentOf(url) && queryToken(url) && passes.some((e) => e.token === queryToken(url)),
             `iframe ${i + 1} is on ${url}, not on a URL that passed`);
     }
-    check(r, stats.rendered, `screenshot looks blank ${JSON.stringify(stats)}`);
+    if (views.some((v) => v && v.stalled)) limit(r, STALLED_VIEWER);
+    else check(r, stats.rendered, `screenshot looks blank ${JSON.stringify(stats)}`);
     check(r, downloadsIn(ctx).length === 0 && ctx.events.length === 0, 'a download happened');
     check(r, JSON.stringify(seq.slice(0, 2)) === '["redirect","redirect"]',
           `the two visits did not overlap: ${JSON.stringify(seq)}`);
     r.notes.push(`log ${seq.join(',')}; sec-fetch-dest ${entries.map((e) => e.dest).join(',')}; ` +
                  `cookies sent with the passes: ${passes.map((e) => e.cookies.size).join(',')}`);
     r.outcome = views.every(Boolean) ? 'both inline (R,R,P,P)' : 'not both inline';
+    if (views.some((v) => v && v.stalled)) r.outcome += ', one WebKit viewer stalled';
     await page.close();
   });
 }
