@@ -41,7 +41,8 @@ var h = location.hash;
 document.getElementById("hash").textContent = JSON.stringify(h);
 fetch("report.txt?hash=" + encodeURIComponent(h)).catch(function () {});
 var m = /javascript:(.*)$/.exec(decodeURIComponent(h));
-if (m) { setTimeout(function () { eval(m[1]); }, 0); }
+if (m) { setTimeout(function () { eval(m[1]); window.probeDone = true; }, 0); }
+else { window.probeDone = true; }
 </script>
 """
 

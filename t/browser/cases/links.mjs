@@ -105,8 +105,13 @@ export async function caseProbe(ctx) {
         () => page.evaluate(() => document.getElementById('hash') &&
                             document.getElementById('hash').textContent),
         5000, 'the probe to show the hash');
-      await sleep(400); // the probe's eval runs on a timer
-      if (B === 'webkit') await page.flushDialogs(); // WebDriver sees an alert on a command
+      // The probe's eval runs on a timer; it says when it is past it (an
+      // alert it raised is dismissed and recorded on the way).
+      await waitFor(async () => {
+        if (B === 'webkit') await page.flushDialogs(); // WebDriver sees an alert on a command
+        return page.evaluate(() => window.probeDone === true);
+      }, 10000, `${name}: the probe to finish its script`);
+      if (B === 'webkit') await page.flushDialogs();
       const finalUrl = await urlOf(page);
       const seq = decisions(logFor(p.path));
       if (name === 'c4') {
