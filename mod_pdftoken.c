@@ -66,6 +66,8 @@
  * note through which the fixup hands it the tokenized URL. */
 #define PAGE_HANDLER "pdftoken-fragment-page"
 #define PAGE_NOTE "pdftoken-fragment-url"
+/* and the page's Content-Security-Policy */
+#define PAGE_CSP_NOTE "pdftoken-fragment-csp"
 
 /* AP_DECLARE_MODULE at the end also does APLOG_USE_MODULE(pdftoken), so
  * that `LogLevel pdftoken:debug` applies to this module's messages. */
@@ -106,6 +108,7 @@ typedef struct {
     int exempt_set;               /* 0 unset, 1 set (exempt may be NULL) */
     const ap_expr_info_t *exempt; /* NULL: no request is exempt */
     int bind;                     /* -1 unset, else bind_mode */
+    int cross_site;               /* -1 unset, 0 Off, 1 On */
 } dir_conf;
 
 typedef struct {
@@ -228,6 +231,7 @@ static void *create_dir_conf(apr_pool_t *p, char *dummy)
     conf->fragment = -1;
     conf->dynamic = -1;
     conf->bind = -1;
+    conf->cross_site = -1;
     return conf;
 }
 
@@ -248,6 +252,8 @@ static void *merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->exempt_set = add->exempt_set || base->exempt_set;
     conf->exempt = add->exempt_set ? add->exempt : base->exempt;
     conf->bind = add->bind != -1 ? add->bind : base->bind;
+    conf->cross_site =
+        add->cross_site != -1 ? add->cross_site : base->cross_site;
     return conf;
 }
 
@@ -394,6 +400,9 @@ static const keyword_directive dynamic_words = {APR_OFFSETOF(dir_conf, dynamic),
                                                 {"redirect", "attachment"}};
 static const keyword_directive bind_words = {APR_OFFSETOF(dir_conf, bind),
                                              {"Off", "On", "auto"}};
+/* A keyword, not AP_INIT_FLAG, so that "On Off" fails configtest. */
+static const keyword_directive cross_site_words = {
+    APR_OFFSETOF(dir_conf, cross_site), {"Off", "On"}};
 
 static const char *set_keyword(cmd_parms *cmd, void *cfg, const char *arg)
 {
@@ -591,6 +600,11 @@ static const command_rec pdftoken_cmds[] = {
                   "'On' binds each token to the client address it was minted "
                   "for; 'auto' (default) only for browsers that ignore the "
                   "__Host- cookie prefix; 'Off' never"),
+    AP_INIT_TAKE1("PdfTokenCrossSite", set_keyword, (void *)&cross_site_words,
+                  OR_FILEINFO,
+                  "'On' lets other sites frame the PDFs over HTTPS (a "
+                  "partitioned SameSite=None cookie); 'Off' (default) "
+                  "keeps SameSite=Lax"),
     AP_INIT_TAKE12("PdfTokenSecretFile", set_secret_file, NULL, RSRC_CONF,
                    "file holding the secret, and optionally the previous "
                    "secret's file"),
@@ -844,8 +858,11 @@ static const char fragment_script[] =
     "})();\n";
 
 /* Content-Security-Policy of the page, with the script's hash: computed
- * once in post_config, before any child starts, and only read after. */
-static const char *fragment_csp;
+ * once in post_config, before any child starts, and only read after.  The
+ * page may be framed by this site only, or, where PdfTokenCrossSite lets
+ * other sites frame the PDFs, by any site: their frames are navigations
+ * too, and must get the page rather than a blocked frame. */
+static const char *fragment_csp, *fragment_csp_any_frame;
 
 static const char *make_fragment_csp(apr_pool_t *p)
 {
@@ -860,9 +877,7 @@ static const char *make_fragment_csp(apr_pool_t *p)
     EVP_EncodeBlock(b64, md, (int)mdlen);
     return apr_pstrcat(p, "default-src 'none'; script-src 'sha256-",
                        (const char *)b64,
-                       "'; base-uri 'none'; form-action 'none'; "
-                       "frame-ancestors 'self'",
-                       NULL);
+                       "'; base-uri 'none'; form-action 'none'", NULL);
 }
 
 /* A Range header that is a valid byte-range request (RFC 9110): anything
@@ -897,7 +912,7 @@ static int wants_fragment_page(request_rec *r, const dir_conf *conf)
 
 static int fragment_page_handler(request_rec *r)
 {
-    const char *url, *html;
+    const char *url, *html, *csp;
 
     if (!r->handler || strcmp(r->handler, PAGE_HANDLER)) {
         return DECLINED;
@@ -905,12 +920,13 @@ static int fragment_page_handler(request_rec *r)
     /* Without the fixup's note this is a SetHandler from the config, not
      * a redirect of ours: nothing to send. */
     url = apr_table_get(r->notes, PAGE_NOTE);
-    if (!url || !fragment_csp) {
+    csp = apr_table_get(r->notes, PAGE_CSP_NOTE);
+    if (!url || !csp) {
         return DECLINED;
     }
     html = ap_escape_html2(r->pool, url, 1);
     ap_set_content_type(r, "text/html; charset=utf-8");
-    apr_table_setn(r->headers_out, "Content-Security-Policy", fragment_csp);
+    apr_table_setn(r->headers_out, "Content-Security-Policy", csp);
     apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
     apr_table_setn(r->headers_out, "Referrer-Policy", "same-origin");
     if (r->header_only) {
@@ -982,6 +998,30 @@ static size_t cookie_name(
 }
 
 /*
+ * What follows Max-Age in each Set-Cookie of ours, expiries included (a
+ * partitioned cookie is replaced only by a partitioned one).  Lax, not
+ * Strict: a link from another site is a cross-site navigation, and Strict
+ * would withhold the cookie on the follow-up and send every such reader to
+ * the fallback.  PdfTokenCrossSite On, over HTTPS: SameSite=None lets a
+ * partner site's frame send the cookie back, and Partitioned (CHIPS) keeps
+ * it in that site's partition, so it is neither sent at top level nor in
+ * another site's frame.  SameSite=None needs Secure: over HTTP nothing
+ * changes.  The engines that ignore __Host- (libsoup) were measured to
+ * ignore Partitioned too when they take third-party cookies, so they keep
+ * Lax: their readers get a partner's frame as a download.
+ */
+static const char *cookie_attributes(const preq *pr, int https)
+{
+    if (!https) {
+        return "; HttpOnly; SameSite=Lax";
+    }
+    if (pr->conf->cross_site == 1 && !ignores_host_prefix(pr->ir)) {
+        return "; Secure; HttpOnly; SameSite=None; Partitioned";
+    }
+    return "; HttpOnly; SameSite=Lax; Secure";
+}
+
+/*
  * No pile-up: a hostile page that forces one first view after another
  * would make the browser hold one more cookie each time, until it evicts
  * the site's own cookies or the Cookie header outgrows httpd's limit.  At
@@ -1001,7 +1041,7 @@ static void expire_surplus_now(const preq *pr, size_t keep)
     size_t starts[4 * MAX_COOKIES], lens[4 * MAX_COOKIES], n, i, plen = 0;
     size_t nlen = conf_name_len(pr->conf), hlen = pr->ist->cookies_len;
     int https = is_https(pr);
-    const char *epath;
+    const char *epath, *attributes;
 
     if (https) {
         memcpy(prefix, HOST_PREFIX, HOST_PREFIX_LEN);
@@ -1022,13 +1062,13 @@ static void expire_surplus_now(const preq *pr, size_t keep)
             : sizeof(starts) / sizeof(starts[0]);
     epath =
         https ? "/" : pct_encode(r->pool, path, pr->path_len, ESC_PATH, NULL);
+    attributes = cookie_attributes(pr, https);
     for (i = 0; i < n; i++) {
         apr_table_addn(
             r->err_headers_out, "Set-Cookie",
-            apr_pstrcat(
-                r->pool, apr_pstrmemdup(r->pool, header + starts[i], lens[i]),
-                "=; Path=", epath, "; Max-Age=0; HttpOnly; SameSite=Lax",
-                https ? "; Secure" : "", NULL));
+            apr_pstrcat(r->pool,
+                        apr_pstrmemdup(r->pool, header + starts[i], lens[i]),
+                        "=; Path=", epath, "; Max-Age=0", attributes, NULL));
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   PDFTOKEN_LOGNO(00015) "%s: %" APR_SIZE_T_FMT
@@ -1401,18 +1441,15 @@ static const char *mint_redirect_url(const preq *pr)
      * (RFC 9110 section 10.2.2) and the defence does nothing. */
     url = apr_pstrcat(r->pool, clean, strchr(clean, '?') ? "&" : "?", name, "=",
                       token, "#", NULL);
-    /* Lax, not Strict: a link from another site is a cross-site
-     * navigation, and Strict would withhold the cookie on the follow-up
-     * and send every such reader to the fallback.  __Host- requires
-     * Path=/ and Secure: over HTTPS the cookie is the host's, and the
-     * name's nonce suffix still keeps tokens apart. */
+    /* __Host- requires Path=/ and Secure: over HTTPS the cookie is the
+     * host's, and the name's nonce suffix still keeps tokens apart. */
     cookie_name(https, name, conf_name_len(pr->conf), token, cname);
     cookie = apr_pstrcat(
         r->pool, cname, "=", token, "; Path=",
         https ? "/"
               : pct_encode(r->pool, pr->path, pr->path_len, ESC_PATH, NULL),
-        "; Max-Age=", apr_itoa(r->pool, timeout), "; HttpOnly; SameSite=Lax",
-        https ? "; Secure" : "", NULL);
+        "; Max-Age=", apr_itoa(r->pool, timeout), cookie_attributes(pr, https),
+        NULL);
     /* httpd sends only err_headers_out with a non-2xx answer. */
     expire_surplus(pr, MAX_COOKIES - 1);
     apr_table_addn(r->err_headers_out, "Set-Cookie", cookie);
@@ -1446,6 +1483,10 @@ static int redirect(const preq *pr, int may_page)
                        url[0] == '/' && url[1] == '/'
                            ? apr_pstrcat(r->pool, "/.", url, NULL)
                            : url);
+        apr_table_setn(r->notes, PAGE_CSP_NOTE,
+                       pr->conf->cross_site == 1 && is_https(pr)
+                           ? fragment_csp_any_frame
+                           : fragment_csp);
         r->handler = PAGE_HANDLER;
         return DECLINED;
     }
@@ -2424,7 +2465,11 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     ap_add_version_component(pconf, VERSION_COMPONENT);
     cache_filter_handle = ap_get_output_filter_handle("CACHE");
-    fragment_csp = make_fragment_csp(pconf);
+    fragment_csp_any_frame = make_fragment_csp(pconf);
+    fragment_csp = fragment_csp_any_frame
+                       ? apr_pstrcat(pconf, fragment_csp_any_frame,
+                                     "; frame-ancestors 'self'", NULL)
+                       : NULL;
     if (!fragment_csp) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      PDFTOKEN_LOGNO(00012) "cannot hash the fragment page's "

@@ -391,6 +391,7 @@ def test_package_holds_the_module_and_the_a2enmod_files():
         MODULE_SO, LOAD, CONF,
         doc + "/README.md", doc + "/docs/directives.md",
         doc + "/docs/behaviour.md", doc + "/docs/logging.md",
+        doc + "/docs/cross-site.md",
         doc + "/changelog.gz", doc + "/changelog.Debian.gz",
         doc + "/copyright", doc + "/examples/pdftoken.conf.example",
     ]), listing

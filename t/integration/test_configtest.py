@@ -34,6 +34,11 @@ INVALID = [
     ("types-no-args", "PdfTokenTypes", "dir"),
     ("fragment-other", "PdfTokenFragment keep", "dir"),
     ("fragment-no-arg", "PdfTokenFragment", "dir"),
+    ("crosssite-maybe", "PdfTokenCrossSite maybe", "dir"),
+    ("crosssite-no-arg", "PdfTokenCrossSite", "dir"),
+    # AP_INIT_FLAG would take the first word and ignore the rest.
+    ("crosssite-two-words", "PdfTokenCrossSite On Off", "dir"),
+    ("crosssite-server", "PdfTokenCrossSite yes", "server"),
     ("secret-missing-file", "PdfTokenSecretFile @ROOT@/no-such-file",
      "server"),
     ("secret-too-short", "PdfTokenSecretFile @ROOT@/short-secret", "server"),
@@ -64,6 +69,8 @@ VALID = [
     ("protect-off", "PdfTokenProtect Off"),
     ("fragment-strip", "PdfTokenFragment strip"),
     ("fragment-safe", "PdfTokenFragment safe"),
+    ("crosssite-on", "PdfTokenCrossSite On"),
+    ("crosssite-off-any-case", "PdfTokenCrossSite off"),
 ]
 
 VALID_SERVER = [

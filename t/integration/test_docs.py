@@ -30,11 +30,12 @@ README = REPO / "README.md"
 REFERENCE = REPO / "docs" / "directives.md"
 BEHAVIOUR = REPO / "docs" / "behaviour.md"
 LOGGING = REPO / "docs" / "logging.md"
+CROSS_SITE = REPO / "docs" / "cross-site.md"
 EXAMPLE = REPO / "conf" / "pdftoken.conf.example"
 PACKAGED = REPO / "debian" / "pdftoken.conf"
 # What the package ships under /usr/share/doc (debian/rules), as they lie
 # in the source tree: they may link to each other only.
-SHIPPED_DOCS = [README, REFERENCE, BEHAVIOUR, LOGGING]
+SHIPPED_DOCS = [README, REFERENCE, BEHAVIOUR, LOGGING, CROSS_SITE]
 CONFIGS = [EXAMPLE, PACKAGED]
 MENTIONS = SHIPPED_DOCS + CONFIGS
 
