@@ -1689,6 +1689,45 @@ static int enforce(const preq *pr, verdict v, int after_handler)
     return DECLINED;
 }
 
+/* PdfTokenExempt: does the expression match?  One that fails to evaluate
+ * exempts nobody. */
+static int is_exempt(const preq *pr)
+{
+    const char *err = NULL;
+    int rc;
+
+    if (!pr->conf->exempt) {
+        return 0;
+    }
+    rc = ap_expr_exec(pr->r, pr->conf->exempt, &err);
+    if (rc < 0 || err) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, pr->r,
+                      PDFTOKEN_LOGNO(00017) "%s: PdfTokenExempt cannot be "
+                                            "evaluated (%s): protected",
+                      log_path(pr->path), err ? err : "error");
+        return 0;
+    }
+    return rc;
+}
+
+/*
+ * A PDF that PdfTokenExempt serves as if unprotected: inline at the plain
+ * URL, so private, since a shared cache in front must not hand it to a
+ * reader the expression would not match (ap_expr has added the headers
+ * it read to Vary).  Only PDFs are asked, so that every other answer of
+ * the scope stays untouched.
+ */
+static void mark_exempt(const preq *pr)
+{
+    request_rec *r = pr->r;
+
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
+                  log_path(pr->path));
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
+    apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+}
+
 /* ---- the output filter: judging what the handler made ------------------ */
 
 /* A response header wherever the handler put it (CGI scripts' headers
@@ -1930,6 +1969,10 @@ static apr_status_t judge_response(ap_filter_t *f, apr_bucket_brigade *bb)
     verdict v;
     int status;
 
+    if (is_exempt(pr)) {
+        mark_exempt(pr);
+        return leave(f, bb);
+    }
     if (r->method_number != M_GET || !pr->path) {
         return send_as_download(f, bb, r->method);
     }
@@ -2155,27 +2198,6 @@ static int is_missing_file(const request_rec *r)
            && r->filename && strncmp(r->filename, "proxy:", 6);
 }
 
-/* PdfTokenExempt: does the expression match?  One that fails to evaluate
- * exempts nobody. */
-static int is_exempt(const preq *pr)
-{
-    const char *err = NULL;
-    int rc;
-
-    if (!pr->conf->exempt) {
-        return 0;
-    }
-    rc = ap_expr_exec(pr->r, pr->conf->exempt, &err);
-    if (rc < 0 || err) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, pr->r,
-                      PDFTOKEN_LOGNO(00017) "%s: PdfTokenExempt cannot be "
-                                            "evaluated (%s): protected",
-                      log_path(pr->path), err ? err : "error");
-        return 0;
-    }
-    return rc;
-}
-
 /*
  * Is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
@@ -2252,18 +2274,10 @@ static int pdftoken_fixup(request_rec *r)
         return DECLINED;
     }
     pr = &st->pr;
-    if (is_exempt(pr)) {
-        /* Served as if unprotected: a plain inline PDF at the plain URL,
-         * so private: a shared cache in front must not hand it to a
-         * reader the expression would not match. */
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
-                      log_path(pr->path));
-        apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
-        apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
-        return DECLINED;
-    }
     if (is_nph_script(r)) {
+        if (is_exempt(pr)) {
+            return DECLINED;
+        }
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       PDFTOKEN_LOGNO(00013) "%s: refused: an NPH script's "
                                             "output bypasses the output "
@@ -2287,6 +2301,10 @@ static int pdftoken_fixup(request_rec *r)
     if (!pr->path) {
         /* Only "OPTIONS *" lacks a path, and it is no GET. */
         return HTTP_BAD_REQUEST;
+    }
+    if (!pr->ist->judged && is_exempt(pr)) {
+        mark_exempt(pr);
+        return DECLINED;
     }
     /* Section 4: judged once per initial request; internal redirects that
      * follow carry out the same verdict. */

@@ -40,7 +40,15 @@ CONFIG = r"""
     Options +ExecCGI
     SetHandler cgi-script
 </Directory>
+<Directory "@DOCROOT@/opencgi">
+    Options +ExecCGI
+    SetHandler cgi-script
+</Directory>
 """
+
+PAGE = "<!DOCTYPE html>\n<title>page</title>\n<p>an ordinary page</p>\n"
+HTML_CGI = ("#!/bin/sh\nprintf 'Content-Type: text/html\\r\\n\\r\\n'\n"
+            "printf '%s'\n" % PAGE.replace("\n", "\\n"))
 
 @pytest.fixture(scope="module")
 def srv(pool):
@@ -50,6 +58,10 @@ def srv(pool):
                "net": s.write_pdf("net/doc.pdf", "net doc"),
                "plain": s.write_pdf("plain/doc.pdf", "plain doc")}
     s.write_pdf_cgi("cgi/report", "plain/doc.pdf")
+    for d in ("prot", "open"):
+        s.write("%s/page.html" % d, PAGE)
+    for d in ("cgi", "opencgi"):
+        s.write("%s/page" % d, HTML_CGI, mode=0o755)
     s.configure(CONFIG)
     s.start()
     return s
@@ -117,6 +129,38 @@ def test_exempt_dynamic_pdf_is_served_as_the_handler_made_it(srv):
 def test_not_exempt_dynamic_pdf_is_redirected(srv):
     r = srv.get("/cgi/report?id=3", headers=ua(BROWSER))
     assert_redirect(srv, r, "/cgi/report", query="id=3")
+
+
+def headers_but_date(r):
+    return [(n, v) for n, v in r.headers if n.lower() != "date"]
+
+
+@pytest.mark.parametrize("prot, twin", [
+    ("/prot/page.html", "/open/page.html"),
+    ("/cgi/page?id=1", "/opencgi/page?id=1"),
+], ids=["static", "cgi"])
+def test_exempt_request_for_a_page_is_untouched(srv, prot, twin):
+    # The expression is asked about PDFs only: an ordinary page gets
+    # neither Cache-Control: private nor the Vary that ap_expr adds, and
+    # is logged as not judged.
+    tid = "exempt-page-" + prot.split("/")[1]
+    r = srv.get(prot, headers=ua(GOOGLEBOT) + [("X-Test-Id", tid)])
+    t = srv.get(twin, headers=ua(GOOGLEBOT))
+    assert r.status == t.status == 200, (r, t)
+    assert r.body == t.body == PAGE.encode()
+    if "cgi" in prot:
+        assert headers_but_date(r) == headers_but_date(t), (r, t)
+    assert r.get("Cache-Control") is None and r.get("Vary") is None, r
+    assert srv.access_log_entry(tid) == ("200", "-")
+
+
+def test_exempt_dynamic_pdf_is_private_and_varies(srv):
+    r = srv.get("/cgi/report?id=3",
+                headers=ua(GOOGLEBOT) + [("X-Test-Id", "exempt-dyn")])
+    assert r.status == 200 and r.body == srv.files["plain"], r
+    assert "private" in (r.get("Cache-Control") or ""), r
+    assert "User-Agent" in (r.get("Vary") or ""), r
+    assert srv.access_log_entry("exempt-dyn") == ("200", "exempt")
 
 
 @pytest.mark.parametrize("expr, why", [
