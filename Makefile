@@ -193,7 +193,7 @@ $(BUILD)/bench_token: token.c token.h t/bench/bench_token.c
 bench-token: $(BUILD)/bench_token
 	$(BUILD)/bench_token
 
-.PHONY: bench bench-smoke bench-deps
+.PHONY: bench bench-ir bench-smoke bench-deps
 
 bench-deps:
 	@sh t/deps.sh build integration bench
@@ -203,6 +203,12 @@ bench-deps:
 # BENCHMARKS.md.  Run it on a quiet machine.
 bench: bench-deps $(MODULE) $(BUILD)/bench_token
 	$(PYTHON) t/bench/bench.py --out BENCHMARKS.md
+
+# The callgrind part of `bench` alone, 10 KB scenarios: Ir per request,
+# the module's own share of inline and untouched, and inline - bare+token
+# by function.  Exact counts whatever the machine's load; about 1 minute.
+bench-ir: bench-deps $(MODULE)
+	$(PYTHON) t/bench/bench.py --ir
 
 # Every part of `bench` for a few seconds; fails only when one of them
 # produced no numbers.  Under 2 minutes.

@@ -749,7 +749,15 @@ def main():
                                   "(BENCHMARKS.md)")
     ap.add_argument("--keep", help="keep the server tree and callgrind "
                                    "dumps in this directory")
+    ap.add_argument("--ir-rows", type=int, default=40,
+                    help="functions listed by --ir")
+    ap.add_argument("--ir", action="store_true",
+                    help="callgrind alone (make bench-ir): Ir per request "
+                         "of the 10 KB scenarios and where inline's go, "
+                         "in a minute or two; writes no file")
     args = ap.parse_args()
+    if args.ir:
+        return ir_main(args)
     if args.smoke:
         args.rounds, args.seconds_10k, args.seconds_1m = 1, 4, 3
         args.memory_requests, args.memory_cap = 20000, 30
@@ -896,6 +904,123 @@ def main():
         print("\nwritten to %s" % args.out)
     print("bench: %s finished in %.0f s" % (
         "smoke run" if args.smoke else "run", time.time() - t_start))
+    return 0
+
+
+def ir_main(args):
+    """make bench-ir: only the callgrind part, on the 10 KB scenarios.
+    Instruction counts do not depend on the machine's load, so this is
+    the quick loop for work on the module's own cost: each scenario's Ir,
+    the module alone on inline (inline - bare+token, libcrypto left out)
+    and on untouched (against bare and bare-html), then inline -
+    bare+token function by function."""
+    t_start = time.time()
+    httpd.module_path()
+    check_module(httpd.MODULE)
+    for tool in ("valgrind", "callgrind_annotate"):
+        if not shutil.which(tool):
+            raise SystemExit("bench: %s is missing (sh t/deps.sh bench)"
+                             % tool)
+    if args.keep:
+        workdir = Path(args.keep)
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="pdftoken-bench-",
+                                        dir="/tmp"))
+    workdir.chmod(0o755)
+    server = httpd.Httpd(workdir / "httpd")
+    try:
+        sizes = write_documents(server)
+        body = config_body()
+        server.configure(body)
+        scenarios = scenarios_for("10k")
+        for sc in scenarios:
+            sc.mint(server.secret)
+        # Each scenario must be what its name says before it is counted.
+        server.start()
+        for sc in scenarios:
+            check_scenario(server, sc, sizes[sc.size])
+        server.stop()
+        cg = CallgrindRun(server, workdir, args.callgrind_n[0],
+                          args.callgrind_n[1], warm=10)
+        cg.write_config(body)
+        cg.run(scenarios)
+        ir = {sc.key: cg.analyse(sc.key) for sc in scenarios}
+        annotate = annotate_dump(ir["inline.10k"]["dump"], workdir)
+        keep = REPO / "build" / "bench"
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(annotate, keep / annotate.name)
+    finally:
+        try:
+            server.stop()
+        except AssertionError as e:
+            print("bench: %s" % e)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def crypto(k):
+        return sum(v for o, v in ir[k]["objects"].items() if is_crypto(o))
+
+    def total(k):
+        return ir[k]["total"]
+
+    bare = total("bare.10k")
+    print("%-16s %8s %8s %8s %9s" % ("scenario", "Ir/req", "crypto",
+                                     "outside", "vs bare"))
+    for sc in scenarios:
+        print("%-16s %8.0f %8.0f %8.0f %+8.2f%%" % (
+            sc.name, total(sc.key), crypto(sc.key),
+            total(sc.key) - crypto(sc.key), 100 * (total(sc.key) / bare - 1)))
+    inl, ctl = ir["inline.10k"], ir["bare+token.10k"]
+    module = ((total("inline.10k") - crypto("inline.10k"))
+              - (total("bare+token.10k") - crypto("bare+token.10k")))
+    unt, html = total("untouched.10k"), total("bare-html.10k")
+    print()
+    print("inline, module alone (inline - bare+token, outside libcrypto): "
+          "%.0f Ir (target <= %d)" % (module, TARGETS["module_ir"]))
+    print("inline, libcrypto: %.0f Ir" % crypto("inline.10k"))
+    print("untouched - bare: %+.0f Ir = %+.2f %% (target <= +1 %%)"
+          % (unt - bare, 100 * (unt / bare - 1)))
+    print("untouched - bare-html: %+.0f Ir = %+.2f %%"
+          % (unt - html, 100 * (unt / html - 1)))
+
+    def diff(a, b, rows, title):
+        print()
+        print(title)
+        d = {k: a["functions"].get(k, 0) - b["functions"].get(k, 0)
+             for k in set(a["functions"]) | set(b["functions"])}
+        by_obj = collections.Counter()
+        for (o, fn), v in d.items():
+            if not is_crypto(o):
+                by_obj[os.path.basename(o or "?")] += v
+        print("  by object: " + ", ".join(
+            "%s %+.0f" % kv for kv in by_obj.most_common() if abs(kv[1]) >= 1))
+        for (o, fn), v in sorted(d.items(), key=lambda kv: -abs(kv[1])):
+            if is_crypto(o) or abs(v) < 1:
+                continue
+            rows -= 1
+            if rows < 0:
+                break
+            print("  %+8.1f  %-44s %s" % (v, named(fn, a["calls"])[:44],
+                                          os.path.basename(o or "?")))
+
+    diff(inl, ctl, args.ir_rows, "inline - bare+token, self Ir per request "
+         "by function (libcrypto left out):")
+    print()
+    print("calls the module makes into other objects (inclusive, inline):")
+    calls = sorted(((k, v) for k, v in inl["calls"].items()
+                    if is_module(k[0]) and not is_module(k[2]) and v >= 10
+                    and not k[3].startswith("ap_pass_brigade")),
+                   key=lambda kv: -kv[1])
+    for (o, fn, co, cfn), v in calls:
+        print("  %8.1f  %-24s -> %s (%s)" % (v, fn, cfn,
+                                             os.path.basename(co or "?")))
+    diff(ir["untouched.10k"], ir["bare-html.10k"], 15,
+         "untouched - bare-html, by function:")
+    print()
+    print("line by line: build/bench/%s" % annotate.name)
+    print("bench-ir: %.0f s" % (time.time() - t_start))
     return 0
 
 
