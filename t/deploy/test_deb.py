@@ -478,7 +478,7 @@ def test_shipped_docs_link_only_to_each_other():
         system.run(["dpkg-deb", "-x", deb, str(tmp)])
         doc = tmp / "usr/share/doc" / system.PACKAGE
         pages = sorted(doc.rglob("*.md"))
-        assert len(pages) == 4, pages
+        assert len(pages) == 5, pages
         for page in pages:
             for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
                 if re.match(r"https?://", target):
