@@ -36,6 +36,12 @@ CASES = [
     ("h4", "plain-HTTP same name plants cookies: not inline"),
     ("h5", "h3 where PdfTokenBindAddress Off: not inline"),
     ("h6", "h4 where PdfTokenBindAddress Off: not inline"),
+    ("x1", "partner.test iframe, CrossSite Off/On (crosssite.tsv)"),
+    ("x2", "CrossSite On: #FDF= via partner frames and link"),
+    ("x3", "other.test frames a minted token: fallback"),
+    ("x4", "partner frame's cookie: not at top, not other.test"),
+    ("x5", "cross-site matrix: setting x element x scope x #"),
+    ("x6", "x4 with each non-default third-party cookie setting"),
     ("p0", "pile-up: what stores the module's cookies (24 each)"),
     ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
     ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),
@@ -53,7 +59,7 @@ CASES = [
 # `make browser` runs them all; "rest" is what `make test` leaves out: the
 # pile-up, which measures the browser under a flood and needs the machine
 # to itself, and the render matrix (some 400 cells per engine).
-REST = ("p0", "p1", "p2", "p3", "m1", "m2")
+REST = ("x5", "x6", "p0", "p1", "p2", "p3", "m1", "m2")
 SETS = {
     "all": [c for c, _ in CASES if c != "net"],
     "mission": [c for c, _ in CASES if c != "net" and c not in REST],

@@ -182,6 +182,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import backends  # noqa: E402
+import crosssite  # noqa: E402
 import harness  # noqa: E402
 import https_site  # noqa: E402
 import matrix  # noqa: E402
@@ -211,6 +212,9 @@ def main():
     ap.add_argument("--record-matrix", action="store_true",
                     help="run m1 and m2 in both browsers and write %s"
                     % matrix.TSV.name)
+    ap.add_argument("--record-crosssite", action="store_true",
+                    help="run x1, x4, x5 and x6 and write %s"
+                    % crosssite.TSV.name)
     ap.add_argument("--matrix-tabs", type=int, default=MATRIX_TABS)
     ap.add_argument("--serial", action="store_true",
                     help="run the engines one after the other, not side "
@@ -223,6 +227,10 @@ def main():
             ap.error("--record-matrix runs m1 and m2 (in every browser, or "
                      "in --browser, keeping the others' columns)")
         args.case = ["m1", "m2"]
+    elif args.record_crosssite:
+        if args.case:
+            ap.error("--record-crosssite runs x1, x4, x5 and x6")
+        args.case = ["x1", "x4", "x5", "x6"]
     elif args.case is None and args.set != "all":
         args.case = SETS[args.set]
         if args.matrix_cell:
@@ -263,6 +271,11 @@ def main():
     versions = {}
     workdir = harness.make_workdir()
     httpd = attacker = sink = php = backend = planter = xvfb = None
+    partner = None
+    try:
+        xs_expected = crosssite.read()
+    except ValueError as e:
+        raise SystemExit(str(e))
     try:
         need = [HERE / "node_modules" / "puppeteer-core"]
         need += [Path(BROWSERS[b]) for b in browsers]
@@ -287,6 +300,9 @@ def main():
         https_port = harness.free_port()
         planter = https_site.PlantSite(ca)
         planter.site_port = https_port
+        # issue 22: partner.test and other.test, framing the site's PDFs
+        partner = crosssite.PartnerSite(ca)
+        partner.site_port = https_port
         attacker = AttackerSite()
         sink = ProxySink()
         # d1-d3's back ends; php-fpm starts here, so inside the network
@@ -300,6 +316,8 @@ def main():
                                      backend.port)
                         + https_site.vhost_config(https_port, ca)
                         + "".join(https_site.httpd_config(b, php.handler)
+                                  for b in browsers)
+                        + "".join(crosssite.httpd_config(b)
                                   for b in browsers))
         config = {}
         matrix_sites = {}
@@ -307,6 +325,7 @@ def main():
             config[b] = build_site(httpd, attacker, b, seen_dir, backend)
             config[b].update(https_site.build(httpd, attacker, planter, b,
                                               https_port, seen_dir, page))
+            config[b]["xs"] = crosssite.build(httpd, partner, b, https_port)
             matrix_sites[b] = matrix.write_site(httpd, b, cells)
             if recording is not None:
                 # m2 goes to the cells some engine renders as a PDF: any
@@ -327,6 +346,7 @@ def main():
                     failures.append("matrix cell served wrong: " + p)
         attacker.start()
         planter.start()
+        partner.start()
         sink.start()
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
             "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
@@ -414,6 +434,8 @@ def main():
                 table[(r["id"], b)] = r
             judge_backends(b, config, table, seen_dir, backend)
             https_site.judge(b, config[b], table)
+            crosssite.judge(b, table, partner,
+                            None if args.record_crosssite else xs_expected)
             hosts = sorted(set(leak_target(x) for x in caught))
             where = "loopback-only netns" if isolated else "proxy sink only"
             table[("net", b)] = {
@@ -439,6 +461,8 @@ def main():
             attacker.stop()
         if planter:
             planter.stop()
+        if partner:
+            partner.stop()
         if backend and backend.thread:
             backend.stop()
         if httpd:
@@ -466,6 +490,20 @@ def main():
     judge_holes(table)
     print_table(browsers, cases, table, versions)
     print_matrix_summary(browsers, cells, table)
+    if args.record_crosssite:
+        rows = {k: v for k, v in xs_expected.items()
+                if k[1] not in browsers}
+        rows.update(crosssite.observed(table, browsers))
+        old = {}
+        for line in (crosssite.TSV.read_text().splitlines()
+                     if crosssite.TSV.exists() else []):
+            if line.startswith("# Browsers: "):
+                for part in line[len("# Browsers: "):].split("; "):
+                    b, _, v = part.partition(" ")
+                    old[b] = v
+        crosssite.write(rows, {**old, **{b: versions.get(b, "unknown")
+                                         for b in browsers}})
+        log("wrote %s (%d rows)" % (crosssite.TSV, len(rows)))
     if args.record_matrix:
         failures += record_matrix(browsers, cells, table, versions,
                                   partial=bool(args.matrix_cell))
