@@ -117,6 +117,21 @@ p2 measures the HTTP residual (cookies are per document there, so only
 Max-Age and the browser's per-host cap bound them): whether the session
 cookie survived is reported, not required.
 
+x1-x6 are issue 22 (PdfTokenCrossSite, t/browser/crosssite.py,
+cases/crosssite.mjs): partner pages on https://partner.test and
+https://other.test (other registrable domains, the same test CA and
+port-less names as the site) frame PDFs of scopes with PdfTokenCrossSite
+Off, On, and On with PdfTokenFragment safe.  x1 (Off/On in partner.test's
+iframe), x2 (the attacker's fragment through a partner's iframe, embed,
+object and link; the harness's own first request checks the Location
+ends in '#' and the cookie's attributes), x3 (other.test frames a token
+the harness minted: fallback) and x4 (partner.test's frame gets the
+cookie; the same tokenized URL at top level and in other.test's frame
+gets the fallback) run in each engine as shipped; x5 (setting x element x
+scope x fragment) and x6 (x4 in Off and On with each other third-party
+cookie setting) in the rest set.  x1, x4, x5 and x6 compare what they
+saw with t/browser/crosssite.tsv (--record-crosssite writes it).
+
 m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
 a mod_asis file so that httpd sends exactly its headers (checked before the
@@ -154,11 +169,15 @@ level, independent of timing, in t/integration/test_pile_up.py.
     --serial                   run the engines one after the other, not
                                side by side
     --set mission|rest|all     the cases to run: mission (what `make test`
-                               runs: every case but the pile-up and the
-                               render matrix), rest (those), all (default)
+                               runs: every case but x5, x6, the pile-up
+                               and the render matrix), rest (those), all
+                               (default)
     --case ID                  run only this case, repeatable (debugging)
     --record-matrix            run m1 and m2 only, in every browser, and
                                write t/browser/render-matrix.tsv from m1
+    --record-crosssite         run x1, x4, x5 and x6 only and write
+                               t/browser/crosssite.tsv (with --browser,
+                               keep the other engines' rows)
     --matrix-tabs N            tabs the matrix uses at once (default 4)
     --matrix-cell ID           run only this matrix cell, repeatable
                                (debugging); with --record-matrix, record
