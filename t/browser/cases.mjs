@@ -14,6 +14,7 @@
 
 import fs from 'node:fs';
 import { caseNoCookies } from './cases/cookies-blocked.mjs';
+import { caseCrossSite, caseCrossSiteMatrix } from './cases/crosssite.mjs';
 import { caseFragmentTable, caseNoScript, caseSafeLinks, caseSafePage, caseStripScope } from './cases/fragment.mjs';
 import { caseCrossSiteIframe, caseTwoIframes, caseTwoTabs } from './cases/frames.mjs';
 import { caseHttps, casePlanted } from './cases/https.mjs';
@@ -72,7 +73,9 @@ async function main() {
   }
   if (!cfg.only || cfg.only.includes('c5')) await caseNoCookies();
   if (B !== 'chromium' && (!cfg.only || cfg.only.includes('f5'))) await caseNoScript(null);
+  await caseCrossSite();
   await caseHttpsAll();
+  await caseCrossSiteMatrix();
   await caseMatrix();
   writeResults();
 }

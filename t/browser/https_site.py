@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import crosssite
 import harness
 import pdftoken_ref
 
@@ -44,7 +45,8 @@ DOMAIN = "site.test"
 PLANTER_ADDRESS = "127.0.0.2"
 # The token lifetime (cookie Max-Age) of h1 and h2's scopes.
 H_TIMEOUT = 30
-HOSTS = (SITE, SIBLING)
+# partner.test and other.test: issue 22's partner sites (crosssite.py)
+HOSTS = (SITE, SIBLING) + crosssite.HOSTS
 
 # The fragment of issue 13's attack.
 FDF_ATTACK = "#FDF=javascript:alert(1)"

@@ -117,6 +117,21 @@ p2 measures the HTTP residual (cookies are per document there, so only
 Max-Age and the browser's per-host cap bound them): whether the session
 cookie survived is reported, not required.
 
+x1-x6 are issue 22 (PdfTokenCrossSite, t/browser/crosssite.py,
+cases/crosssite.mjs): partner pages on https://partner.test and
+https://other.test (other registrable domains, the same test CA and
+port-less names as the site) frame PDFs of scopes with PdfTokenCrossSite
+Off, On, and On with PdfTokenFragment safe.  x1 (Off/On in partner.test's
+iframe), x2 (the attacker's fragment through a partner's iframe, embed,
+object and link; the harness's own first request checks the Location
+ends in '#' and the cookie's attributes), x3 (other.test frames a token
+the harness minted: fallback) and x4 (partner.test's frame gets the
+cookie; the same tokenized URL at top level and in other.test's frame
+gets the fallback) run in each engine as shipped; x5 (setting x element x
+scope x fragment) and x6 (x4 in Off and On with each other third-party
+cookie setting) in the rest set.  x1, x4, x5 and x6 compare what they
+saw with t/browser/crosssite.tsv (--record-crosssite writes it).
+
 m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
 a mod_asis file so that httpd sends exactly its headers (checked before the
@@ -154,11 +169,15 @@ level, independent of timing, in t/integration/test_pile_up.py.
     --serial                   run the engines one after the other, not
                                side by side
     --set mission|rest|all     the cases to run: mission (what `make test`
-                               runs: every case but the pile-up and the
-                               render matrix), rest (those), all (default)
+                               runs: every case but x5, x6, the pile-up
+                               and the render matrix), rest (those), all
+                               (default)
     --case ID                  run only this case, repeatable (debugging)
     --record-matrix            run m1 and m2 only, in every browser, and
                                write t/browser/render-matrix.tsv from m1
+    --record-crosssite         run x1, x4, x5 and x6 only and write
+                               t/browser/crosssite.tsv (with --browser,
+                               keep the other engines' rows)
     --matrix-tabs N            tabs the matrix uses at once (default 4)
     --matrix-cell ID           run only this matrix cell, repeatable
                                (debugging); with --record-matrix, record
@@ -182,6 +201,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import backends  # noqa: E402
+import crosssite  # noqa: E402
 import harness  # noqa: E402
 import https_site  # noqa: E402
 import matrix  # noqa: E402
@@ -211,6 +231,9 @@ def main():
     ap.add_argument("--record-matrix", action="store_true",
                     help="run m1 and m2 in both browsers and write %s"
                     % matrix.TSV.name)
+    ap.add_argument("--record-crosssite", action="store_true",
+                    help="run x1, x4, x5 and x6 and write %s"
+                    % crosssite.TSV.name)
     ap.add_argument("--matrix-tabs", type=int, default=MATRIX_TABS)
     ap.add_argument("--serial", action="store_true",
                     help="run the engines one after the other, not side "
@@ -223,6 +246,10 @@ def main():
             ap.error("--record-matrix runs m1 and m2 (in every browser, or "
                      "in --browser, keeping the others' columns)")
         args.case = ["m1", "m2"]
+    elif args.record_crosssite:
+        if args.case:
+            ap.error("--record-crosssite runs x1, x4, x5 and x6")
+        args.case = ["x1", "x4", "x5", "x6"]
     elif args.case is None and args.set != "all":
         args.case = SETS[args.set]
         if args.matrix_cell:
@@ -263,6 +290,11 @@ def main():
     versions = {}
     workdir = harness.make_workdir()
     httpd = attacker = sink = php = backend = planter = xvfb = None
+    partner = None
+    try:
+        xs_expected = crosssite.read()
+    except ValueError as e:
+        raise SystemExit(str(e))
     try:
         need = [HERE / "node_modules" / "puppeteer-core"]
         need += [Path(BROWSERS[b]) for b in browsers]
@@ -287,6 +319,9 @@ def main():
         https_port = harness.free_port()
         planter = https_site.PlantSite(ca)
         planter.site_port = https_port
+        # issue 22: partner.test and other.test, framing the site's PDFs
+        partner = crosssite.PartnerSite(ca)
+        partner.site_port = https_port
         attacker = AttackerSite()
         sink = ProxySink()
         # d1-d3's back ends; php-fpm starts here, so inside the network
@@ -300,6 +335,8 @@ def main():
                                      backend.port)
                         + https_site.vhost_config(https_port, ca)
                         + "".join(https_site.httpd_config(b, php.handler)
+                                  for b in browsers)
+                        + "".join(crosssite.httpd_config(b)
                                   for b in browsers))
         config = {}
         matrix_sites = {}
@@ -307,6 +344,7 @@ def main():
             config[b] = build_site(httpd, attacker, b, seen_dir, backend)
             config[b].update(https_site.build(httpd, attacker, planter, b,
                                               https_port, seen_dir, page))
+            config[b]["xs"] = crosssite.build(httpd, partner, b, https_port)
             matrix_sites[b] = matrix.write_site(httpd, b, cells)
             if recording is not None:
                 # m2 goes to the cells some engine renders as a PDF: any
@@ -327,6 +365,7 @@ def main():
                     failures.append("matrix cell served wrong: " + p)
         attacker.start()
         planter.start()
+        partner.start()
         sink.start()
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
             "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
@@ -414,6 +453,8 @@ def main():
                 table[(r["id"], b)] = r
             judge_backends(b, config, table, seen_dir, backend)
             https_site.judge(b, config[b], table)
+            crosssite.judge(b, table, partner,
+                            None if args.record_crosssite else xs_expected)
             hosts = sorted(set(leak_target(x) for x in caught))
             where = "loopback-only netns" if isolated else "proxy sink only"
             table[("net", b)] = {
@@ -439,6 +480,8 @@ def main():
             attacker.stop()
         if planter:
             planter.stop()
+        if partner:
+            partner.stop()
         if backend and backend.thread:
             backend.stop()
         if httpd:
@@ -466,6 +509,20 @@ def main():
     judge_holes(table)
     print_table(browsers, cases, table, versions)
     print_matrix_summary(browsers, cells, table)
+    if args.record_crosssite:
+        rows = {k: v for k, v in xs_expected.items()
+                if k[1] not in browsers}
+        rows.update(crosssite.observed(table, browsers))
+        old = {}
+        for line in (crosssite.TSV.read_text().splitlines()
+                     if crosssite.TSV.exists() else []):
+            if line.startswith("# Browsers: "):
+                for part in line[len("# Browsers: "):].split("; "):
+                    b, _, v = part.partition(" ")
+                    old[b] = v
+        crosssite.write(rows, {**old, **{b: versions.get(b, "unknown")
+                                         for b in browsers}})
+        log("wrote %s (%d rows)" % (crosssite.TSV, len(rows)))
     if args.record_matrix:
         failures += record_matrix(browsers, cells, table, versions,
                                   partial=bool(args.matrix_cell))

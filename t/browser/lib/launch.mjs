@@ -57,7 +57,7 @@ function firefoxTrustTestCA(profile) {
 }
 
 // Firefox: a fresh profile that does not talk to the network by itself.
-function firefoxPrefs(downloads, blockCookies) {
+function firefoxPrefs(downloads, blockCookies, cookies) {
   return {
     // downloads go to our directory, without asking
     'browser.download.folderList': 2,
@@ -67,8 +67,10 @@ function firefoxPrefs(downloads, blockCookies) {
     'browser.download.start_downloads_in_tmp_dir': false,
     'browser.download.alwaysOpenPanel': false,
     // cookies: Firefox's default (5, Total Cookie Protection; puppeteer's
-    // profile would otherwise say 0), or 2 (block all)
-    'network.cookie.cookieBehavior': blockCookies ? 2 : 5,
+    // profile would otherwise say 0), or 2 (block all), or the x cases'
+    // setting cb<N> (crosssite.py)
+    'network.cookie.cookieBehavior': blockCookies ? 2
+      : /^cb\d$/.test(cookies || '') ? Number(cookies.slice(2)) : 5,
     // updates
     'app.update.auto': false,
     'app.update.disabledForTesting': true,
@@ -142,8 +144,13 @@ function firefoxPrefs(downloads, blockCookies) {
 
 // ------------------------------------------------------------- browsers
 
+// `cookies`: the x cases' third-party cookie setting (crosssite.py
+// SETTINGS): shipped (the engine as it comes), Chromium's 3pc-blocked and
+// 3pc-allowed (the profile's cookie controls), Firefox's cb5, cb1, cb0
+// (network.cookie.cookieBehavior), WebKit's accept-all (MiniBrowser's
+// --cookies-policy=always).
 export async function launch(name, { blockCookies = false, noScript = false, downloadEvents = false,
-                               sessions = 1 } = {}) {
+                               sessions = 1, cookies = 'shipped' } = {}) {
   const dir = path.join(cfg.workdir, name);
   const profile = path.join(dir, 'profile');
   const downloads = path.join(dir, 'downloads');
@@ -159,6 +166,7 @@ export async function launch(name, { blockCookies = false, noScript = false, dow
     const opts = {
       dir, downloads, sinkPort: cfg.sinkPort,
       args: [...(blockCookies ? ['--cookies-policy=never'] : []),
+             ...(cookies === 'accept-all' ? ['--cookies-policy=always'] : []),
              ...(noScript ? ['--enable-javascript=false'] : [])],
       // WebKit trusts the HTTPS site's certificate for its host names
       // (webkitgtk:browserOptions certificates), not every certificate
@@ -175,6 +183,14 @@ export async function launch(name, { blockCookies = false, noScript = false, dow
       fs.mkdirSync(path.join(profile, 'Default'), { recursive: true });
       fs.writeFileSync(path.join(profile, 'Default', 'Preferences'), JSON.stringify({
         profile: { default_content_setting_values: { cookies: 2 } },
+      }));
+    } else if (cookies === '3pc-blocked' || cookies === '3pc-allowed') {
+      // chrome://settings/cookies: "Block third-party cookies" (1) or
+      // "Allow third-party cookies" (0)
+      const block = cookies === '3pc-blocked';
+      fs.mkdirSync(path.join(profile, 'Default'), { recursive: true });
+      fs.writeFileSync(path.join(profile, 'Default', 'Preferences'), JSON.stringify({
+        profile: { cookie_controls_mode: block ? 1 : 0, block_third_party_cookies: block },
       }));
     }
     browser = await puppeteer.launch({
@@ -200,7 +216,7 @@ export async function launch(name, { blockCookies = false, noScript = false, dow
       headless: true,
       userDataDir: profile,
       extraPrefsFirefox: {
-        ...firefoxPrefs(downloads, blockCookies),
+        ...firefoxPrefs(downloads, blockCookies, cookies),
         ...(noScript ? { 'javascript.enabled': false } : {}),
       },
       timeout: 60000,
