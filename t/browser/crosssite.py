@@ -325,7 +325,8 @@ HEADER = """\
 #   xjs (#x=javascript:alert(1)).
 # outcome: inline (the frame shows the PDF after the token step), download
 #   (the fallback, saved), blocked (the fallback, not saved, nothing shown);
-#   x4/x6: pass or fallback as the module logged it.
+#   x4/x6: pass or fallback as the module logged it; no-token when the
+#   frame got the fallback at once (PDFTOKEN00022), so nothing to carry.
 # settings: %(settings)s
 """
 COLUMNS = ("case", "engine", "setting", "element", "scope", "fragment",

@@ -84,19 +84,6 @@ PLANTED_HOST_COOKIE = re.compile(
 
 
 KNOWN_HOLES = {
-    ("x6", "webkit"): (
-        "accept-all: frame's Lax cookie at top", re.compile(
-            r"^the tab shows the PDF at https://[^ ]*#FDF=javascript:"),
-        "WebKitGTK with --cookies-policy=always (accept all) stores the "
-        "SameSite=Lax cookie the module sets in the redirect a partner "
-        "site's iframe received (PdfTokenCrossSite On keeps Lax for libsoup "
-        "engines, and Off is Lax anyway), and sends it when the same "
-        "tokenized URL is opened at top level: a pass, and the tab shows "
-        "the PDF with the attacker's #FDF=javascript:alert(1) (its pdf.js "
-        "ignores the fragment, no script ran).  The frame itself got the "
-        "download and other.test's frame the fallback.  Needs a token the "
-        "attacker learnt elsewhere within its lifetime; WebKit as shipped "
-        "(no third-party cookies) refuses the cookie (x4)."),
     ("h5", "webkit"): (
         "jar takes sibling __Host-", PLANTED_HOST_COOKIE,
         "WebKitGTK's cookie jar (libsoup) ignores the __Host- prefix: a "

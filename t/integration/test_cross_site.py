@@ -5,7 +5,9 @@ partner site's frame sends it back; expiries carry the same attributes
 (a partitioned cookie is replaced only by a partitioned one).  Off, and
 On over plain HTTP, change nothing, byte for byte.  Engines that ignore
 the __Host- prefix (WebKitGTK's libsoup jar, which was measured to ignore
-Partitioned as well) keep SameSite=Lax.  What browsers do with it is
+Partitioned as well) keep SameSite=Lax, and another site's frame gets
+their readers the fallback at once, without a token or a cookie, On or
+Off (PDFTOKEN00022).  What browsers do with it is
 measured in t/browser (the x cases)."""
 
 import re
@@ -49,10 +51,13 @@ CONFIG = r"""
 <Directory "@DOCROOT@/on/dyn">
     AddHandler send-as-is .asis
 </Directory>
+<Directory "@DOCROOT@/on/deny">
+    PdfTokenFallback deny
+</Directory>
 """
 
 DIRS = ("on", "on/off", "on/inherit", "off", "offset", "safe", "safeoff",
-        "ht")
+        "ht", "on/deny")
 
 # What follows the cookie's value, exactly as SPEC section 4 writes it.
 CROSS = "; Path=/; Max-Age=%d; Secure; HttpOnly; SameSite=None; Partitioned"
@@ -226,3 +231,70 @@ def test_off_the_fragment_page_is_framed_by_this_site_only(tls):
 def test_on_over_http_the_fragment_page_is_unchanged(plain):
     r = plain.get("/safe/doc.pdf", headers=NAV)
     assert frame_ancestors(r) == ["frame-ancestors 'self'"], r
+
+
+# --- WebKitGTK in another site's frame (PDFTOKEN00022) ----------------------
+#
+# libsoup accepting all cookies stored the Lax cookie of the redirect a
+# partner's iframe received and sent it at top level (t/browser x6): such a
+# frame gets R3 at once, so no cookie is ever set there.  The frame itself
+# got the download before as well (a cross-site frame sends no Lax cookie).
+
+
+def webkit_frame(dest, site="cross-site", test_id=None):
+    h = [("User-Agent", WEBKITGTK), ("Sec-Fetch-Site", site),
+         ("Sec-Fetch-Dest", dest), ("Sec-Fetch-Mode", "navigate")]
+    return h + ([("X-Test-Id", test_id)] if test_id else [])
+
+
+@pytest.mark.parametrize("server", ["tls", "plain"])
+@pytest.mark.parametrize("d", ["on", "off", "safe"])
+@pytest.mark.parametrize("dest", ["iframe", "embed", "object", "frame"])
+def test_webkitgtk_in_another_sites_frame_gets_the_fallback_at_once(
+        request, server, d, dest):
+    srv = request.getfixturevalue(server)
+    tid = "wk-%s-%s-%s" % (server, d, dest)
+    at = srv.error_log_size()
+    r = srv.get("/%s/doc.pdf" % d, headers=webkit_frame(dest, test_id=tid))
+    assert_attachment(r, srv.doc, filename="doc.pdf")
+    assert r.get_all("Set-Cookie") == [], r
+    assert srv.access_log_entry(tid) == ("200", "fallback")
+    assert ("PDFTOKEN00022: /%s/doc.pdf: another site's frame in an engine "
+            "that keeps no cookie for it: download" % d) \
+        in srv.error_log_since(at)
+
+
+def test_webkitgtk_in_another_sites_frame_with_an_old_token(tls):
+    # R4 as R1: an expired or foreign token does not mint either.
+    r = tls.get("/on/doc.pdf?pdftoken=" + ref.mint(tls.secret, "/other.pdf"),
+                headers=webkit_frame("iframe"))
+    assert_attachment(r, tls.doc, filename="doc.pdf")
+    assert r.get_all("Set-Cookie") == [], r
+
+
+def test_webkitgtk_in_another_sites_frame_under_deny(tls):
+    r = tls.get("/on/deny/doc.pdf", headers=webkit_frame("iframe"))
+    assert r.status == 403 and r.get_all("Set-Cookie") == [], r
+
+
+def test_webkitgtk_in_another_sites_frame_of_a_handlers_pdf(tls):
+    r = tls.get("/on/dyn/made.asis", headers=webkit_frame("iframe"))
+    assert_attachment(r, tls.doc)
+    assert r.get_all("Set-Cookie") == [], r
+
+
+@pytest.mark.parametrize("headers", [
+    webkit_frame("iframe", site="same-site"),
+    webkit_frame("iframe", site="same-origin"),
+    webkit_frame("document"),
+    webkit_frame("empty"),
+    [("User-Agent", WEBKITGTK)],
+    [h for h in webkit_frame("iframe") if h[0] != "User-Agent"],
+    [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 "
+                    "(KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36")]
+    + webkit_frame("iframe")[1:],
+], ids=["same-site", "same-origin", "top-level", "fetch", "no-metadata",
+        "no-user-agent", "chromium"])
+def test_every_other_frame_or_engine_gets_the_redirect(tls, headers):
+    name, token, rest = set_cookie(tls.get("/off/doc.pdf", headers=headers))
+    assert rest == LAX_HTTPS % 10, rest

@@ -210,6 +210,13 @@ async function partitionCheck(ctx, r, c, caseId, setting, strict, scope = 'on') 
   const tokened = x.entries.filter((e) => e.token);
   const token = tokened.length ? tokened[tokened.length - 1].token : null;
   r.rows.push([caseId, B, setting, 'frame', scope, 'none', x.outcome]);
+  if (!token && x.fallback && !x.fallback.token) {
+    // the fallback at once (PDFTOKEN00022, WebKitGTK): no token to carry
+    // elsewhere, and no cookie was set in the frame
+    r.rows.push([caseId, B, setting, 'top', scope, 'fdf', 'no-token']);
+    r.rows.push([caseId, B, setting, 'other', scope, 'fdf', 'no-token']);
+    return `frame ${x.outcome} (${x.seq.join(',')}), no token minted`;
+  }
   if (!check(r, !!token, 'the partner frame never reached a tokenized URL')) return;
   const tokUrl = `${c.doc.url}?pdftoken=${token}`;
   const fdf = '#FDF=javascript:alert(1)';
