@@ -337,13 +337,6 @@ static int binds_address(const request_rec *br, const dir_conf *conf)
     }
 }
 
-static const char *set_protect(cmd_parms *cmd, void *cfg, int on)
-{
-    (void)cmd;
-    ((dir_conf *)cfg)->protect = on ? 1 : 0;
-    return NULL;
-}
-
 static const char *set_timeout(cmd_parms *cmd, void *cfg, const char *arg)
 {
     char *end;
@@ -400,7 +393,10 @@ static const keyword_directive dynamic_words = {APR_OFFSETOF(dir_conf, dynamic),
                                                 {"redirect", "attachment"}};
 static const keyword_directive bind_words = {APR_OFFSETOF(dir_conf, bind),
                                              {"Off", "On", "auto"}};
-/* A keyword, not AP_INIT_FLAG, so that "On Off" fails configtest. */
+/* Keywords, not AP_INIT_FLAG, which takes the first word and ignores the
+ * rest: "On Off" must fail configtest. */
+static const keyword_directive protect_words = {APR_OFFSETOF(dir_conf, protect),
+                                                {"Off", "On"}};
 static const keyword_directive cross_site_words = {
     APR_OFFSETOF(dir_conf, cross_site), {"Off", "On"}};
 
@@ -571,8 +567,9 @@ static const char *set_secret_file(cmd_parms *cmd, void *dummy,
 }
 
 static const command_rec pdftoken_cmds[] = {
-    AP_INIT_FLAG("PdfTokenProtect", set_protect, NULL, OR_FILEINFO,
-                 "On to redirect PDF requests through a token and cookie"),
+    AP_INIT_TAKE1("PdfTokenProtect", set_keyword, (void *)&protect_words,
+                  OR_FILEINFO,
+                  "On to redirect PDF requests through a token and cookie"),
     AP_INIT_TAKE1("PdfTokenTimeout", set_timeout, NULL, OR_FILEINFO,
                   "token lifetime and cookie Max-Age in seconds (1-3600)"),
     AP_INIT_TAKE1("PdfTokenName", set_name, NULL, OR_FILEINFO,

@@ -13,6 +13,9 @@ NAME33 = "a" * 33
 INVALID = [
     ("protect-maybe", "PdfTokenProtect maybe", "dir"),
     ("protect-no-arg", "PdfTokenProtect", "dir"),
+    # AP_INIT_FLAG would take the first word and ignore the rest.
+    ("protect-two-words", "PdfTokenProtect On Off", "dir"),
+    ("protect-on-junk", "PdfTokenProtect On junk", "server"),
     ("timeout-0", "PdfTokenTimeout 0", "dir"),
     ("timeout-3601", "PdfTokenTimeout 3601", "dir"),
     ("timeout-abc", "PdfTokenTimeout abc", "dir"),
@@ -67,6 +70,7 @@ VALID = [
     ("fallback-deny", "PdfTokenFallback deny"),
     ("types-several", "PdfTokenTypes application/pdf application/x-pdf"),
     ("protect-off", "PdfTokenProtect Off"),
+    ("protect-on-any-case", "PdfTokenProtect oN"),
     ("fragment-strip", "PdfTokenFragment strip"),
     ("fragment-safe", "PdfTokenFragment safe"),
     ("crosssite-on", "PdfTokenCrossSite On"),
