@@ -89,12 +89,17 @@ def httpd_config(b):
     return "\n".join(lines) + "\n"
 
 
-def head_of(port, path, ca, user_agent=None):
+def head_of(port, path, ca, user_agent=None, source=None):
     """One request of the harness to the site over HTTPS (SNI SITE,
-    verified against the test CA, from 127.0.0.1): (status, [(k, v)])."""
+    verified against the test CA), from the address `source` (default
+    127.0.0.1), claiming `user_agent`: (status, [(lowercase name,
+    value)]).  The tokens of its Location are remembered (never a
+    secret in a report)."""
     ua = ("User-Agent: %s\r\n" % user_agent) if user_agent else ""
     ctx = ca.client_context()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+    with socket.create_connection(("127.0.0.1", port), timeout=10,
+                                  source_address=(source, 0) if source
+                                  else None) as raw:
         with ctx.wrap_socket(raw, server_hostname=SITE) as s:
             s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n%s"
                        "Connection: close\r\n\r\n"

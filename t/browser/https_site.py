@@ -25,7 +25,6 @@ sent anywhere else.
 import html
 import json
 import secrets
-import socket
 import ssl
 import subprocess
 import threading
@@ -163,35 +162,20 @@ def first_visit(port, path, ca, source=None, user_agent=None):
     (default 127.0.0.1, the browsers' own), claiming `user_agent` (the
     victim's, which its visit to the planter's page showed): (token,
     cookie name)."""
-    ua = ("User-Agent: %s\r\n" % user_agent) if user_agent else ""
-    ctx = ca.client_context()
-    with socket.create_connection(("127.0.0.1", port), timeout=10,
-                                  source_address=(source, 0) if source
-                                  else None) as raw:
-        with ctx.wrap_socket(raw, server_hostname=SITE) as s:
-            s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n%s"
-                       "Connection: close\r\n\r\n"
-                       % (path, SITE, port, ua)).encode("latin-1"))
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    if not head[0].split()[1:2] == ["302"]:
-        raise RuntimeError("first visit of %s: %s" % (path, head[0]))
+    status, head = crosssite.head_of(port, path, ca, user_agent, source)
+    if status != 302:
+        raise RuntimeError("first visit of %s: %d" % (path, status))
     token = name = None
-    for line in head[1:]:
-        k, _, v = line.partition(":")
-        if k.lower() == "location":
-            q = parse_qs(urlsplit(v.strip()).query)
+    value = ""
+    for k, v in head:
+        if k == "location":
+            q = parse_qs(urlsplit(v).query)
             token = (q.get("pdftoken") or [None])[0]
-        elif k.lower() == "set-cookie":
-            n, _, rest = v.strip().partition("=")
+        elif k == "set-cookie":
+            n, _, rest = v.partition("=")
             if token is None or rest.split(";")[0] == token:
-                name = n
-    if not token or not name or rest.split(";")[0] != token:
+                name, value = n, rest.split(";")[0]
+    if not token or not name or value != token:
         raise RuntimeError("first visit of %s: no token and cookie in %s"
                            % (path, head))
     pdftoken_ref.remember(token)
