@@ -43,6 +43,7 @@ import re
 import time
 import uuid
 
+import h2.exceptions
 import pytest
 
 import backends
@@ -617,10 +618,12 @@ def test_upgraded_connection_ends_gracefully_if_at_all(env):
             return
         assert sid == 1 and r.protocol == "HTTP/2", r
         assert 1 not in c.received, c.received
-        sid = c.send("GET", "/open/hello.txt")
         try:
+            # the GOAWAY may come before this request is even sent (seen
+            # once under ASan): h2 then refuses to open a stream
+            sid = c.send("GET", "/open/hello.txt")
             [r2] = c.collect([sid])
-        except AssertionError:
+        except (AssertionError, h2.exceptions.ProtocolError):
             assert (c.goaway, c.goaway_last) == (0, 1), \
                 (c.goaway, c.goaway_last)
             r2 = None
