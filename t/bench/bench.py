@@ -768,22 +768,7 @@ def main():
 
     t_start = time.time()
     loads = [loadavg()]
-    httpd.module_path()
-    check_module(httpd.MODULE)
-    for tool in ("wrk", "valgrind", "callgrind_annotate"):
-        if not shutil.which(tool):
-            raise SystemExit("bench: %s is missing (sh t/deps.sh bench)"
-                             % tool)
-
-    if args.keep:
-        workdir = Path(args.keep)
-        shutil.rmtree(workdir, ignore_errors=True)
-        workdir.mkdir(parents=True)
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="pdftoken-bench-",
-                                        dir="/tmp"))
-    workdir.chmod(0o755)
-    server = httpd.Httpd(workdir / "httpd")
+    workdir, server = prepare(args, ("wrk", "valgrind", "callgrind_annotate"))
     failures = []
     rep = Report(args)
     try:
@@ -907,17 +892,12 @@ def main():
     return 0
 
 
-def ir_main(args):
-    """make bench-ir: only the callgrind part, on the 10 KB scenarios.
-    Instruction counts do not depend on the machine's load, so this is
-    the quick loop for work on the module's own cost: each scenario's Ir,
-    the module alone on inline (inline - bare+token, libcrypto left out)
-    and on untouched (against bare and bare-html), then inline -
-    bare+token function by function."""
-    t_start = time.time()
+def prepare(args, tools):
+    """The module built, the tools there, and the work directory (kept
+    at --keep): (workdir, the Httpd to configure in it)."""
     httpd.module_path()
     check_module(httpd.MODULE)
-    for tool in ("valgrind", "callgrind_annotate"):
+    for tool in tools:
         if not shutil.which(tool):
             raise SystemExit("bench: %s is missing (sh t/deps.sh bench)"
                              % tool)
@@ -929,7 +909,18 @@ def ir_main(args):
         workdir = Path(tempfile.mkdtemp(prefix="pdftoken-bench-",
                                         dir="/tmp"))
     workdir.chmod(0o755)
-    server = httpd.Httpd(workdir / "httpd")
+    return workdir, httpd.Httpd(workdir / "httpd")
+
+
+def ir_main(args):
+    """make bench-ir: only the callgrind part, on the 10 KB scenarios.
+    Instruction counts do not depend on the machine's load, so this is
+    the quick loop for work on the module's own cost: each scenario's Ir,
+    the module alone on inline (inline - bare+token, libcrypto left out)
+    and on untouched (against bare and bare-html), then inline -
+    bare+token function by function."""
+    t_start = time.time()
+    workdir, server = prepare(args, ("valgrind", "callgrind_annotate"))
     try:
         sizes = write_documents(server)
         body = config_body()
