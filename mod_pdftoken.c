@@ -168,6 +168,7 @@ struct req_state {
                       * cookies the Cookie header it read */
     verdict v;
     int marked;          /* initial request: surplus cookies expired */
+    int exempted;        /* initial request: PdfTokenExempt's marks added */
     int kept_made;       /* initial request: kept is made */
     const char *cookies; /* initial request: its Cookie header */
     size_t cookies_len;  /* and that header's length */
@@ -1751,10 +1752,15 @@ static void mark_exempt(const preq *pr)
 {
     request_rec *r = pr->r;
 
+    apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
+    if (pr->ist->exempted) {
+        /* An internal redirect shares err_headers_out: added once. */
+        return;
+    }
+    pr->ist->exempted = 1;
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
                   log_path(pr->path));
-    apr_table_setn(r->subprocess_env, "PDFTOKEN", "exempt");
     apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
 }
 

@@ -23,6 +23,8 @@ CONFIG = r"""
 <Directory "@DOCROOT@/prot">
     PdfTokenProtect On
     PdfTokenExempt "%{HTTP_USER_AGENT} =~ /Googlebot/"
+    RewriteEngine On
+    RewriteRule ^old\.pdf$ doc.pdf
 </Directory>
 <Directory "@DOCROOT@/prot/inner">
     PdfTokenExempt none
@@ -52,7 +54,7 @@ HTML_CGI = ("#!/bin/sh\nprintf 'Content-Type: text/html\\r\\n\\r\\n'\n"
 
 @pytest.fixture(scope="module")
 def srv(pool):
-    s = pool.make("exempt", modules=("cgid",))
+    s = pool.make("exempt", modules=("cgid", "rewrite"))
     s.files = {"doc": s.write_pdf("prot/doc.pdf", "exempt doc"),
                "inner": s.write_pdf("prot/inner/doc.pdf", "inner doc"),
                "net": s.write_pdf("net/doc.pdf", "net doc"),
@@ -180,3 +182,13 @@ def test_bad_expression_fails_configtest_naming_the_directive(fresh_pool,
     rc, out = s.configtest()
     assert rc != 0, out
     assert why in out, out
+
+
+def test_exempt_pdf_after_an_internal_redirect_is_marked_once(srv):
+    # A per-directory RewriteRule redirects internally; both requests ask
+    # the expression, and what the exemption adds is added once.
+    r = srv.get("/prot/old.pdf",
+                headers=ua(GOOGLEBOT) + [("X-Test-Id", "exempt-rewrite")])
+    assert r.status == 200 and r.body == srv.files["doc"], r
+    assert r.get_all("Cache-Control") == ["private"], r
+    assert srv.access_log_entry("exempt-rewrite") == ("200", "exempt")
