@@ -116,6 +116,7 @@ class Httpd:
         self.extra_modules = list(modules)
         self.secret_directive = secret_directive
         self.proc = None
+        self._may_owe_children = False   # set by a graceful restart
         self._stopping = None   # when begin_stop() signalled the parent
         self.conf = self.root / "httpd.conf"
         self.error_log = self.root / "logs" / "error.log"
@@ -391,6 +392,7 @@ class Httpd:
         configuration (a graceful restart lets old children finish what
         they hold, and until then one of them may still accept)."""
         assert self.proc is not None
+        self._settle()
         before = self._count_starts()
         old = self._children()
         self.proc.send_signal(signal.SIGUSR1 if graceful else signal.SIGHUP)
@@ -401,9 +403,37 @@ class Httpd:
             if self._count_starts() > before and self._answers() \
                     and not (old & self._children()) \
                     and self._cgid_ready(restarted=True):
+                self._may_owe_children = graceful
                 return
             time.sleep(0.02)
         raise AssertionError("httpd did not restart:\n" + self.logs_text())
+
+    def _settle(self, quiet=1.5, timeout=30):
+        """After a graceful restart, wait until the parent has started the
+        children it still owes before signalling it again.
+
+        A graceful restart leaves the parent owing StartServers children,
+        which it starts one per old child it reaps, and the rest once a
+        whole second of its maintenance loop passes without a reap.  A
+        signal ends that second early: the parent then starts the children
+        it owes under the configuration it is about to leave, after the
+        pid snapshot of the next restart, and one of them may answer the
+        next request under the old configuration (CI: a secret dropped by
+        a second graceful restart was still accepted).  The owed children
+        are started within that second of the last change, so a child set
+        unchanged for longer than it means nothing is owed."""
+        if not self._may_owe_children:
+            return
+        self._may_owe_children = False
+        deadline = time.time() + timeout
+        seen, since = self._children(), time.time()
+        while time.time() - since < quiet:
+            assert time.time() < deadline, \
+                "httpd's children did not settle:\n" + self.logs_text()
+            time.sleep(0.02)
+            now = self._children()
+            if now != seen:
+                seen, since = now, time.time()
 
     def _children(self):
         """The parent's live (not exited) child processes: their pids."""
