@@ -144,6 +144,20 @@ def running_apache(pid):
     return comm.startswith("apache2") and state.split()[0] != "Z"
 
 
+def live(pids):
+    """The pids among these whose process is alive (not exited: a zombie
+    waiting for its parent to reap it counts as exited)."""
+    out = []
+    for pid in pids:
+        try:
+            stat_line = Path("/proc/%d/stat" % pid).read_text()
+        except OSError:
+            continue
+        if stat_line.rsplit(")", 1)[1].split()[0] != "Z":
+            out.append(pid)
+    return out
+
+
 def children(pid):
     out = []
     for entry in os.listdir("/proc"):

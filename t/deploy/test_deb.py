@@ -264,13 +264,17 @@ class Deployment:
         configuration."""
         return self.error_log().count("resuming normal operations")
 
-    def wait_generation(self, count, timeout=30):
+    def wait_generation(self, count, old=(), timeout=30):
+        """Wait for the count-th start-up notice, for the children of the
+        previous generation (old: their pids) to exit, since until then
+        one of them may still answer under the old configuration, and for
+        an answer."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("stock apache2 exited %d:\n%s"
                                      % (self.proc.returncode, self.logs()))
-            if self.generations() >= count:
+            if self.generations() >= count and not system.live(old):
                 try:
                     client.http_request(self.port, "GET", "/", timeout=5)
                     return
@@ -288,15 +292,16 @@ class Deployment:
             env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, cwd=str(self.tmp))
         log.close()
-        self.wait_generation(count + 1, timeout)
+        self.wait_generation(count + 1, timeout=timeout)
 
     def graceful(self):
         """What `apache2ctl graceful` and `systemctl reload apache2` do:
         apache2 -k graceful, with this server's configuration."""
         count = self.generations()
+        old = system.children(self.proc.pid)
         system.run([APACHE, "-d", CONFDIR, "-f", str(self.conf), "-k",
                     "graceful"], env=self.env, timeout=60)
-        self.wait_generation(count + 1)
+        self.wait_generation(count + 1, old)
 
     def logs(self):
         out = ""
