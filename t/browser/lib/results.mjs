@@ -10,6 +10,16 @@ const CASE_TIMEOUT = 45000;
 
 const results = [];
 
+// An error's first line; WebDriver errors may come with an empty message
+// (WebKitGTK's driver under load), then its name and where it was thrown.
+function describeError(e) {
+  const line = String((e && e.message) || '').split('\n').find((l) => l.trim());
+  if (line) return line;
+  const at = String((e && e.stack) || '').split('\n').filter((l) => /^\s+at /.test(l))
+    .slice(0, 4).map((l) => l.trim()).join(' < ');
+  return `${(e && e.name) || typeof e} with no message${at ? ` ${at}` : ''}`;
+}
+
 export async function runCase(id, fn, timeout = CASE_TIMEOUT) {
   if (cfg.only && !cfg.only.includes(id)) return;
   const r = { id, browser: B, ok: false, outcome: '', notes: [], failures: [], dialogs: [],
@@ -18,7 +28,7 @@ export async function runCase(id, fn, timeout = CASE_TIMEOUT) {
   try {
     await withTimeout(fn(r), timeout, `case ${id}`);
   } catch (e) {
-    r.failures.push(`error: ${e.message.split('\n')[0]}`);
+    r.failures.push(`error: ${describeError(e)}`);
   }
   // Any alert() from a page under test means the attacker's script ran
   // (the c4 control moves its expected alert out of r.dialogs).
