@@ -384,6 +384,9 @@ export async function launchWebKit({ dir, downloads, sinkPort, args = [], certif
     const first = await driver.getWindowHandle();
     const browser = new WebKitBrowser(driver, child, first, caps);
     browser.proxy = proxy;
+    // what WebKitWebDriver (and the MiniBrowser it started) last said on
+    // stderr: the only trace when a session dies under a case
+    browser.driverLog = () => stderr.trim();
     return browser;
   } catch (e) {
     child.kill('SIGKILL');

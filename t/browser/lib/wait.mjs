@@ -12,6 +12,8 @@ export async function waitFor(fn, timeout, what) {
       last = await fn();
       if (last) return last;
     } catch (e) {
+      // a WebDriver session that died never comes back
+      if (e && e.name === 'NoSuchSessionError') throw e;
       last = e;
     }
     if (Date.now() > deadline) {
