@@ -7,7 +7,7 @@ import { B, cfg } from '../lib/config.mjs';
 import { expectInline } from '../lib/expect.mjs';
 import { isModuleCookie, jarCookies, protocolsOf } from '../lib/jar.mjs';
 import { closeBrowser, downloadsIn, launch, newPage } from '../lib/launch.mjs';
-import { check, notMeasured, runCase } from '../lib/results.mjs';
+import { check, describeError, notMeasured, runCase } from '../lib/results.mjs';
 import { sleep, waitFor, withTimeout } from '../lib/wait.mjs';
 
 // Run one flood page: a click (a user gesture, as a real attacker gets
@@ -98,7 +98,7 @@ export async function caseFloodMethods() {
         // A method that failed measured nothing: it stores none, the
         // others still count.
         const requests = readLog().slice(since).filter((x) => c.paths.includes(x.path) && !x.token).length;
-        got[m] = { stored: 0, requests, count, error: e.message.split('\n')[0] };
+        got[m] = { stored: 0, requests, count, error: describeError(e) };
         r.notes.push(`${m}: ${got[m].error}`);
       } finally {
         await closeBrowser(ctx);
@@ -144,11 +144,12 @@ export async function casePileUp(id) {
   // failed before the session died still fail it, and a second death does.
   await runCase(id, async (r) => {
     for (let attempt = 1; ; attempt++) {
-      const trace = {};
+      const trace = {}, notes = r.notes.length;
       try {
         return await pileUpOnce(id, r, trace);
       } catch (e) {
         if (!e || e.name !== 'NoSuchSessionError' || attempt > 1) throw e;
+        r.notes.splice(notes); // the next attempt writes its own
         r.notes.push(`attempt ${attempt}: the WebDriver session died (${e.name})` +
                      `; the driver said: ${(trace.driverLog || '').slice(-300) || 'nothing'}` +
                      '; run again in a fresh browser');

@@ -12,7 +12,7 @@ const results = [];
 
 // An error's first line; WebDriver errors may come with an empty message
 // (WebKitGTK's driver under load), then its name and where it was thrown.
-function describeError(e) {
+export function describeError(e) {
   const line = String((e && e.message) || '').split('\n').find((l) => l.trim());
   if (line) return line;
   const at = String((e && e.stack) || '').split('\n').filter((l) => /^\s+at /.test(l))
