@@ -35,8 +35,8 @@
 
 #include "token.h"
 
-/* The one place the module's version is written: the start-up notice and
- * the Server header (under ServerTokens Full) say it. */
+/* The one place the module's version is written: the start-up notice
+ * (PDFTOKEN00016) says it. */
 #define MOD_PDFTOKEN_VERSION "0.2.0"
 
 /* The oldest httpd and APR whose API this file uses: httpd 2.4.1, the
@@ -2463,8 +2463,10 @@ static void pdftoken_insert_filter(request_rec *r)
 
 /* ---- start-up ----------------------------------------------------------- */
 
-/* What the Server header (under ServerTokens Full) and the start-up notice
- * call this module. */
+/* What the start-up notice calls this module.  Not in the Server header:
+ * outside PDFs the module leaves every answer as httpd sends it without
+ * it, and under ServerTokens Full (httpd's default) a product token would
+ * change every answer of the server. */
 #define VERSION_COMPONENT "mod_pdftoken/" MOD_PDFTOKEN_VERSION
 
 /* One notice per server at every start: the module's version and which
@@ -2517,7 +2519,6 @@ static int pdftoken_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    ap_add_version_component(pconf, VERSION_COMPONENT);
     cache_filter_handle = ap_get_output_filter_handle("CACHE");
     fragment_csp_any_frame = make_fragment_csp(pconf);
     fragment_csp = fragment_csp_any_frame
