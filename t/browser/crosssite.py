@@ -35,7 +35,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import harness
 import pdftoken_ref
 
 HERE = Path(__file__).resolve().parent
@@ -145,7 +144,6 @@ class PartnerSite:
     def __init__(self, ca):
         self.ca = ca
         self.site_port = None
-        self.port = harness.free_port()
         self.minted = []   # (path, user agent, status, headers)
         self.visits = []   # (host, path)
         site = self
@@ -219,7 +217,9 @@ class PartnerSite:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        # Port 0: bound at once, so no other server of the run gets it.
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
         self.server.daemon_threads = True
         self.server.socket = ca.server_context().wrap_socket(
             self.server.socket, server_side=True)

@@ -33,7 +33,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import crosssite
-import harness
 import pdftoken_ref
 
 SITE = "pdf.site.test"
@@ -219,8 +218,6 @@ class PlantSite:
         self.ca = ca
         self.site_port = None  # the site's HTTPS port, set by the caller
         self.plants = {}       # "/plant/<b>/<case>" -> case config
-        self.http_port = harness.free_port()
-        self.tls_port = harness.free_port()
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -259,9 +256,11 @@ class PlantSite:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", self.http_port),
-                                        Handler)
-        self.tls = ThreadingHTTPServer(("127.0.0.1", self.tls_port), Handler)
+        # Port 0: bound at once, so no other server of the run gets it.
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.tls = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http_port = self.http.server_address[1]
+        self.tls_port = self.tls.server_address[1]
         self.tls.socket = ca.server_context().wrap_socket(
             self.tls.socket, server_side=True)
         self.threads = []

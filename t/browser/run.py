@@ -290,7 +290,7 @@ def main():
     versions = {}
     workdir = harness.make_workdir()
     httpd = attacker = sink = php = backend = planter = xvfb = None
-    partner = None
+    partner = https_hold = None
     try:
         xs_expected = crosssite.read()
     except ValueError as e:
@@ -316,7 +316,9 @@ def main():
         # HTTPS with h2 beside the HTTP site: a CA of this run, a TLS
         # virtual host on a port of its own, and issue 13's planter
         ca = https_site.TestCA(workdir / "ca")
-        https_port = harness.free_port()
+        # Held until httpd has stopped, as httpd's own port is: no server
+        # of the run is handed it before httpd binds it.
+        https_port, https_hold = harness.reserve_port()
         planter = https_site.PlantSite(ca)
         planter.site_port = https_port
         # issue 22: partner.test and other.test, framing the site's PDFs
@@ -491,6 +493,8 @@ def main():
                 failures.append(str(e))
         if php:
             php.stop()
+        if https_hold:
+            https_hold.close()
         if httpd:
             # Tokens the browsers were given must not reach the error log.
             try:

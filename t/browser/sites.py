@@ -13,7 +13,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import harness
 import matrix
 import pdftoken_ref
 
@@ -64,7 +63,6 @@ class AttackerSite:
 
     def __init__(self):
         self.pages = {}
-        self.port = harness.free_port()
         pages = self.pages
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,7 +82,10 @@ class AttackerSite:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        # Port 0: the kernel's choice, bound at once, so that no other
+        # server of the run can be handed the same port meanwhile.
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        daemon=True)
@@ -114,12 +115,12 @@ class ProxySink:
     """
 
     def __init__(self):
-        self.port = harness.free_port()
         self.requests = []
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.stopping = False

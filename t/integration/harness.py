@@ -19,4 +19,4 @@ from disposition import download_name, parse_content_disposition  # noqa
 from h2client import H2Client, H2Response, curl  # noqa: F401
 from httpd import (APACHE, FATAL_LOG_PATTERNS, HTTPD_PRELOAD,  # noqa: F401
                    MODULE, MPM, Httpd, ServerPool, cgi_module, free_port,
-                   make_workdir, module_path, remove_workdir)
+                   make_workdir, module_path, remove_workdir, reserve_port)
