@@ -76,6 +76,8 @@ module AP_MODULE_DECLARE_DATA pdftoken_module;
 /* Set once in register_hooks, before any request: adding the filter by
  * handle skips a lookup by name on every request of a protected scope. */
 static ap_filter_rec_t *watch_filter_handle;
+/* The same filter, for an answer mod_cache's quick handler serves. */
+static ap_filter_rec_t *cached_watch_filter_handle;
 /* Set in register_hooks: what is left of a replaced answer goes here. */
 static ap_filter_rec_t *discard_filter_handle;
 /* Set in register_hooks: reads the first bytes of a body before any
@@ -2234,19 +2236,36 @@ static int is_missing_file(const request_rec *r)
            && r->filename && strncmp(r->filename, "proxy:", 6);
 }
 
+/* r's state, its preq filled in for a request that conf protects, whose
+ * initial request is ir and whose decoded URL path is path.  The preq
+ * lives in the state, so that what follows reads it without a copy. */
+static req_state *protected_state(request_rec *r, request_rec *ir,
+                                  const dir_conf *conf, const char *path)
+{
+    req_state *st = state_of(r);
+
+    st->pr.r = r;
+    st->pr.ir = ir;
+    st->pr.conf = conf;
+    st->pr.sconf =
+        ap_get_module_config(r->server->module_config, &pdftoken_module);
+    st->pr.path = path;
+    st->pr.path_len = path ? strlen(path) : 0;
+    st->pr.ist = ir == r ? st : state_of(ir);
+    return st;
+}
+
 /*
  * Is r protected?  An internal redirect (an
  * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
  * when that URL is protected, so is the answer, wherever it comes from.
- * Returns r's state with its preq filled in, or NULL.  The preq lives in
- * the state, so that what follows the fixup reads it without a copy.
+ * Returns r's state (protected_state), or NULL.
  */
 static req_state *protected_request(request_rec *r)
 {
     const dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &pdftoken_module);
     request_rec *ir = initial_request(r);
-    req_state *st;
 
     if (conf->protect != 1) {
         if (ir == r) {
@@ -2257,19 +2276,10 @@ static req_state *protected_request(request_rec *r)
             return NULL;
         }
     }
-    st = state_of(r);
-    st->pr.r = r;
-    st->pr.ir = ir;
-    st->pr.conf = conf;
-    st->pr.sconf =
-        ap_get_module_config(r->server->module_config, &pdftoken_module);
     /* httpd decodes r->uri in place and parsed_uri.path is the same
      * string, so this is the browser's path even after mod_dir or
      * MultiViews have pointed r->uri at another file. */
-    st->pr.path = ir->parsed_uri.path;
-    st->pr.path_len = st->pr.path ? strlen(st->pr.path) : 0;
-    st->pr.ist = ir == r ? st : state_of(ir);
-    return st;
+    return protected_state(r, ir, conf, ir->parsed_uri.path);
 }
 
 /*
@@ -2402,6 +2412,53 @@ static int cache_placed_first(const request_rec *r)
 }
 
 /*
+ * mod_cache's quick handler answers a hit before any fixup, and runs the
+ * insert_filter hooks itself, under the server's configuration rather than
+ * the scope's (r->filename is not even set).  The module never lets a
+ * judged answer be stored, but a PDF stored before PdfTokenProtect was
+ * turned on went on being served from the cache, inline and without a
+ * token, until it expired (measured with mod_cache_disk, after a graceful
+ * and after a full restart).  So a hit whose stored type may be a PDF's is
+ * judged like a handler's answer: the scope is found as httpd finds it for
+ * this URL (a lookup subrequest, which never reaches the cache), and the
+ * watch filter carries out the decision table on the stored answer.  Other
+ * hits (HTML, images) cost a type check.  The built-in types are the ones
+ * asked about: they hold every type the engines render as a PDF.
+ */
+static req_state *cache_hit_state(request_rec *r)
+{
+    request_rec *rr, *ir = initial_request(r);
+    const dir_conf *conf;
+    const char *path;
+
+    if (r->main || !r->uri || r->uri[0] != '/'
+        || !apr_table_get(r->subprocess_env, "cache-hit")
+        || (r->content_type
+            && pdftoken_classify_type_str(r->content_type, NULL, 0)
+                   == PDFTOKEN_NOT_PDF)) {
+        return NULL;
+    }
+    /* Kept to the end of r: conf may live in its pool. */
+    rr = ap_sub_req_lookup_uri(r->uri, r, NULL);
+    conf = ap_get_module_config(rr->per_dir_config, &pdftoken_module);
+    path = rr->parsed_uri.path;
+    if (conf->protect != 1) {
+        /* An internal redirect answers for the initial request's URL. */
+        if (ir == r) {
+            return NULL;
+        }
+        conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
+        if (conf->protect != 1) {
+            return NULL;
+        }
+    }
+    if (ir != r) {
+        path = ir->parsed_uri.path;
+    }
+    return protected_state(r, ir, conf, path);
+}
+
+/*
  * The watch filter goes in last of all, after mod_headers' (whose
  * "Header set Content-Type" can make a response a PDF) and before
  * mod_cache's CACHE_SAVE (one filter type later), so that it sees the
@@ -2411,7 +2468,16 @@ static void pdftoken_insert_filter(request_rec *r)
 {
     req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
     watch_ctx *ctx;
+    int cached = 0;
 
+    if (!st && !r->filename) {
+        /* No translate_name ran: mod_cache's quick handler. */
+        st = cache_hit_state(r);
+        if (st) {
+            st->mode = WATCH_UNJUDGED;
+            cached = 1;
+        }
+    }
     if (!st || st->mode == WATCH_NONE) {
         return;
     }
@@ -2443,12 +2509,16 @@ static void pdftoken_insert_filter(request_rec *r)
         ctx->err_before = apr_is_empty_table(r->err_headers_out)
                               ? NULL
                               : apr_table_copy(r->pool, r->err_headers_out);
-        if (r->handler || !r->content_type
-            || (r->content_type != st->settled
-                && classify_response(r, &ctx->pr) == PDFTOKEN_PDF_IF_BODY)) {
+        if (!cached
+            && (r->handler || !r->content_type
+                || (r->content_type != st->settled
+                    && classify_response(r, &ctx->pr)
+                           == PDFTOKEN_PDF_IF_BODY))) {
             /* It may send no valid type, or text/plain: its first bytes
              * may be needed as they leave it, before mod_deflate
-             * compresses them. */
+             * compresses them.  (A stored answer comes out of mod_cache
+             * as it was sent, and mod_cache removes every filter ahead of
+             * its own.) */
             ctx->pre = apr_pcalloc(r->pool, sizeof(*ctx->pre));
             ctx->pre->state = SNIFF_PENDING;
             ap_add_output_filter_handle(sniff_filter_handle, ctx, r,
@@ -2458,7 +2528,9 @@ static void pdftoken_insert_filter(request_rec *r)
             keep_from_cache(r);
         }
     }
-    ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
+    ap_add_output_filter_handle(cached ? cached_watch_filter_handle
+                                       : watch_filter_handle,
+                                ctx, r, r->connection);
 }
 
 /* ---- start-up ----------------------------------------------------------- */
@@ -2589,12 +2661,16 @@ static void register_hooks(apr_pool_t *p)
      *   mod_cache's CACHE_SAVE (AP_FTYPE_CONTENT_SET + 1)
      *   the protocol filters
      * PDFTOKEN_DISCARD takes the place of them all once an answer has
-     * been replaced.
+     * been replaced.  An answer mod_cache's quick handler serves leaves
+     * CACHE_OUT (AP_FTYPE_CONTENT_SET + 1), which removes every filter
+     * ahead of it: PDFTOKEN_CACHED is the watch filter one type later.
      */
     sniff_filter_handle = ap_register_output_filter(
         FILTER_NAME "_SNIFF", sniff_filter, NULL, AP_FTYPE_CONTENT_SET - 1);
     watch_filter_handle = ap_register_output_filter(FILTER_NAME, watch_filter,
                                                     NULL, AP_FTYPE_CONTENT_SET);
+    cached_watch_filter_handle = ap_register_output_filter(
+        FILTER_NAME "_CACHED", watch_filter, NULL, AP_FTYPE_CONTENT_SET + 2);
     discard_filter_handle = ap_register_output_filter(
         FILTER_NAME "_DISCARD", discard_filter, NULL, AP_FTYPE_CONTENT_SET);
 }

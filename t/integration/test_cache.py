@@ -174,3 +174,96 @@ def test_cache_never_keeps_what_a_first_view_was_redirected_from(site):
         assert "HIT" not in (r.get("X-Cache") or ""), r
         assert_site_redirect(site, r, path, q)
     assert len([x for x in ran(site, "prot-report.cgi.log") if q in x]) == 3
+
+
+# ------------------------------------ stored before protection was turned on
+
+# mod_cache's quick handler answers from the cache before any fixup.  What
+# it stored while the scope was not protected yet is still there after
+# PdfTokenProtect On and a restart: judged like a handler's answer.
+LATE = r"""
+CacheRoot "@ROOT@/cache"
+CacheEnable disk /
+CacheIgnoreQueryString @IGNORE@
+CacheHeader On
+CacheDirLevels 1
+CacheDirLength 2
+ExpiresActive On
+ExpiresDefault "access plus 1 hour"
+<Directory "@DOCROOT@/late">
+    PdfTokenProtect @PROTECT@
+</Directory>
+"""
+LATE_DOC = "/late/doc.pdf"
+LATE_PAGE = b"<p>stored before protection</p>\n"
+
+
+@pytest.fixture(scope="module", params=["Off", "On"],
+                ids=["query-keyed", "query-ignored"])
+def late(pool, request):
+    """A server whose cache stored /late's PDF, page and untyped PDF
+    while unprotected, then restarted (gracefully) with the scope
+    protected."""
+    s = pool.make("cache-late-" + request.param,
+                  modules=["cache", "cache_disk", "expires"])
+    s.files = {"doc": s.write_pdf("late/doc.pdf", "stored early"),
+               "scan": s.write_pdf("late/scan", "untyped, stored early"),
+               "space": s.write_pdf("late/my doc.pdf", "escaped, early"),
+               "open": s.write_pdf("open/doc.pdf", "never protected")}
+    s.write("late/page.html", LATE_PAGE)
+    cache = s.root / "cache"
+    cache.mkdir()
+    if os.geteuid() == 0:
+        www = pwd.getpwnam("www-data")
+        os.chown(cache, www.pw_uid, www.pw_gid)
+    config = LATE.replace("@IGNORE@", request.param)
+    s.configure(config.replace("@PROTECT@", "Off"))
+    s.start()
+    s.stored = {}
+    for target in (LATE_DOC, "/late/scan", "/late/my%20doc.pdf",
+                   "/late/page.html", "/open/doc.pdf"):
+        s.get(target)
+        r = s.get(target)
+        assert r.status == 200 and "HIT" in (r.get("X-Cache") or ""), r
+        s.stored[target] = r
+    s.configure(config.replace("@PROTECT@", "On"))
+    s.restart(graceful=True)
+    return s
+
+
+@pytest.mark.parametrize("target,key", [(LATE_DOC, "doc"),
+                                        ("/late/scan", "scan"),
+                                        ("/late/my%20doc.pdf", "space")])
+def test_cache_stored_before_protection_gets_the_token_step(late, target,
+                                                             key):
+    """The stored PDF (typed, and untyped with %PDF-) is not served as it
+    was: a 302 with a fresh token, then inline with its cookie, the
+    download without it; never a loop."""
+    data = late.files[key]
+    for method in ("GET", "HEAD"):
+        r = late.request(method, target)
+        assert r.status == 302, r
+        assert b"%PDF" not in r.raw, r
+    token, cookie = assert_redirect(late, late.get(target), target,
+                                    secret=late.secret)
+    tokenized = "%s?pdftoken=%s" % (target, token)
+    r = late.get(tokenized, cookies=[cookie])
+    assert_inline(r, data, content_type=None)
+    assert_attachment(late.get(tokenized), data)
+    r = late.get(tokenized, headers=[("Range", "bytes=0-9")])
+    assert r.status == 206 and r.body == data[:10], r
+
+
+@pytest.mark.parametrize("target", ["/late/page.html", "/open/doc.pdf"])
+def test_cache_stored_answer_not_protected_is_served_as_stored(late,
+                                                              target):
+    """A stored page of the protected scope, and a stored PDF of a scope
+    that is not protected, are still hits, as they were before."""
+    r = late.get(target)
+    before = late.stored[target]
+    assert r.status == 200 and r.body == before.body, r
+    assert "HIT" in (r.get("X-Cache") or ""), r
+    for name in ("Content-Type", "ETag", "Last-Modified", "Cache-Control",
+                 "Expires", "Content-Length"):
+        assert r.get(name) == before.get(name), name
+    assert r.get("Link") is None and r.get("Set-Cookie") is None, r
