@@ -203,9 +203,14 @@ typedef struct {
 } body_head;
 
 /* The watch filter's state for one response. */
-typedef struct {
+typedef struct watch_ctx watch_ctx;
+struct watch_ctx {
     preq pr;
     watch_mode mode;
+    int seen; /* the filter was called */
+    /* PDFTOKEN_CACHED's: the watch filter of the same request, which
+     * judged the answer if mod_cache left it in place (NULL: none). */
+    const watch_ctx *before;
     int started;  /* the first brigade has been seen */
     int sent;     /* something went on downstream, headers included */
     int replaced; /* the answer was replaced: what follows is dropped */
@@ -219,7 +224,7 @@ typedef struct {
      * the watch filter itself (NULL until needed). */
     body_head *pre, *own;
     apr_bucket_brigade *held; /* body held back until the sniff tells */
-} watch_ctx;
+};
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -2144,6 +2149,15 @@ static apr_status_t watch_filter(ap_filter_t *f, apr_bucket_brigade *bb)
         drain(bb);
         return APR_SUCCESS;
     }
+    if (!ctx->seen) {
+        ctx->seen = 1;
+        if (ctx->before && ctx->before->seen) {
+            /* The watch filter judged this answer: mod_cache did not
+             * answer, or left the filter in place (a CACHE filter placed
+             * by hand). */
+            return leave(f, bb);
+        }
+    }
     if (r->status < 200) {
         return refuse_1xx(f, bb);
     }
@@ -2412,18 +2426,25 @@ static int cache_placed_first(const request_rec *r)
 }
 
 /*
- * mod_cache's quick handler answers a hit before any fixup, and runs the
- * insert_filter hooks itself, under the server's configuration rather than
- * the scope's (r->filename is not even set).  The module never lets a
- * judged answer be stored, but a PDF stored before PdfTokenProtect was
- * turned on went on being served from the cache, inline and without a
- * token, until it expired (measured with mod_cache_disk, after a graceful
- * and after a full restart).  So a hit whose stored type may be a PDF's is
- * judged like a handler's answer: the scope is found as httpd finds it for
- * this URL (a lookup subrequest, which never reaches the cache), and the
- * watch filter carries out the decision table on the stored answer.  Other
- * hits (HTML, images) cost a type check.  The built-in types are the ones
- * asked about: they hold every type the engines render as a PDF.
+ * mod_cache answers with a stored answer by taking out every output filter
+ * ahead of its CACHE_OUT (AP_FTYPE_CONTENT_SET + 1), the watch filter
+ * with them: as the handler (CacheQuickHandler Off) after the fixup, and
+ * in its quick handler (On, the default) before any fixup, running the
+ * insert_filter hooks itself under the server's configuration.  The module
+ * never lets a judged answer be stored, but a PDF stored before
+ * PdfTokenProtect was turned on went on being served as it was, inline and
+ * without a token, until it expired (measured with mod_cache_disk, after a
+ * graceful and after a full restart; with CacheQuickHandler Off the
+ * download of R3 came inline too).  So where mod_cache is loaded,
+ * PDFTOKEN_CACHED, the watch filter one type after CACHE_OUT, judges a
+ * stored answer of a protected scope as the watch filter judges a
+ * handler's.
+ *
+ * For the quick handler the scope is found as httpd finds it for this URL,
+ * by a lookup subrequest, which never reaches the cache: only for a stored
+ * answer whose type may be a PDF's.  Other hits (HTML, images) cost a type
+ * check.  The built-in types are the ones asked about: they hold every
+ * type the engines render as a PDF.  Returns r's state, or NULL.
  */
 static req_state *cache_hit_state(request_rec *r)
 {
@@ -2431,8 +2452,7 @@ static req_state *cache_hit_state(request_rec *r)
     const dir_conf *conf;
     const char *path;
 
-    if (r->main || !r->uri || r->uri[0] != '/'
-        || !apr_table_get(r->subprocess_env, "cache-hit")
+    if (!r->uri || r->uri[0] != '/'
         || (r->content_type
             && pdftoken_classify_type_str(r->content_type, NULL, 0)
                    == PDFTOKEN_NOT_PDF)) {
@@ -2458,6 +2478,50 @@ static req_state *cache_hit_state(request_rec *r)
     return protected_state(r, ir, conf, path);
 }
 
+/* The watch filter's state for r, from r's state. */
+static watch_ctx *watch_context(request_rec *r, const req_state *st)
+{
+    watch_ctx *ctx = apr_pcalloc(r->pool, sizeof(*ctx));
+
+    ctx->pr = st->pr;
+    ctx->mode = st->mode;
+    ctx->settled = st->settled;
+    if (st->mode == WATCH_UNJUDGED) {
+        /* Before the handler and mod_headers add theirs (CGI's headers go
+         * to err_headers_out).  Mostly empty, and then nothing to copy. */
+        ctx->err_before = apr_is_empty_table(r->err_headers_out)
+                              ? NULL
+                              : apr_table_copy(r->pool, r->err_headers_out);
+    }
+    return ctx;
+}
+
+/* PDFTOKEN_CACHED for r: it leaves what the watch filter (before, NULL
+ * for none) has seen, which means mod_cache left that in place. */
+static void add_cached_watch(request_rec *r, const req_state *st,
+                             const watch_ctx *before)
+{
+    watch_ctx *ctx = watch_context(r, st);
+
+    ctx->before = before;
+    ap_add_output_filter_handle(cached_watch_filter_handle, ctx, r,
+                                r->connection);
+}
+
+/* A hit of mod_cache's quick handler (mod_cache says so in "cache-hit"),
+ * in a protected scope. */
+static void quick_cache_hit(request_rec *r)
+{
+    req_state *st;
+
+    if (r->main || !apr_table_get(r->subprocess_env, "cache-hit")
+        || !(st = cache_hit_state(r))) {
+        return;
+    }
+    st->mode = WATCH_UNJUDGED;
+    add_cached_watch(r, st, NULL);
+}
+
 /*
  * The watch filter goes in last of all, after mod_headers' (whose
  * "Header set Content-Type" can make a response a PDF) and before
@@ -2468,24 +2532,21 @@ static void pdftoken_insert_filter(request_rec *r)
 {
     req_state *st = ap_get_module_config(r->request_config, &pdftoken_module);
     watch_ctx *ctx;
-    int cached = 0;
 
-    if (!st && !r->filename) {
+    if (!st && !r->filename && cache_filter_handle) {
         /* No translate_name ran: mod_cache's quick handler. */
-        st = cache_hit_state(r);
-        if (st) {
-            st->mode = WATCH_UNJUDGED;
-            cached = 1;
-        }
+        quick_cache_hit(r);
+        return;
     }
     if (!st || st->mode == WATCH_NONE) {
         return;
     }
-    if (!r->handler && r->output_filters == r->proto_output_filters) {
+    if (!r->handler && r->output_filters == r->proto_output_filters
+        && !cache_filter_handle) {
         /* A file for httpd's own handler, and no filter between it and
          * the protocol: nothing can change the headers from here on, so
          * they are final now, and no filter is needed (what a static
-         * file costs). */
+         * file costs).  Not where mod_cache may answer instead. */
         switch (st->mode) {
         case WATCH_PASS:
             tokenized_headers(&st->pr, VERDICT_PASS);
@@ -2499,26 +2560,14 @@ static void pdftoken_insert_filter(request_rec *r)
             }
         }
     }
-    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
-    ctx->pr = st->pr;
-    ctx->mode = st->mode;
-    ctx->settled = st->settled;
+    ctx = watch_context(r, st);
     if (st->mode == WATCH_UNJUDGED) {
-        /* Before the handler and mod_headers add theirs (CGI's headers go
-         * to err_headers_out).  Mostly empty, and then nothing to copy. */
-        ctx->err_before = apr_is_empty_table(r->err_headers_out)
-                              ? NULL
-                              : apr_table_copy(r->pool, r->err_headers_out);
-        if (!cached
-            && (r->handler || !r->content_type
-                || (r->content_type != st->settled
-                    && classify_response(r, &ctx->pr)
-                           == PDFTOKEN_PDF_IF_BODY))) {
+        if (r->handler || !r->content_type
+            || (r->content_type != st->settled
+                && classify_response(r, &ctx->pr) == PDFTOKEN_PDF_IF_BODY)) {
             /* It may send no valid type, or text/plain: its first bytes
              * may be needed as they leave it, before mod_deflate
-             * compresses them.  (A stored answer comes out of mod_cache
-             * as it was sent, and mod_cache removes every filter ahead of
-             * its own.) */
+             * compresses them. */
             ctx->pre = apr_pcalloc(r->pool, sizeof(*ctx->pre));
             ctx->pre->state = SNIFF_PENDING;
             ap_add_output_filter_handle(sniff_filter_handle, ctx, r,
@@ -2528,9 +2577,12 @@ static void pdftoken_insert_filter(request_rec *r)
             keep_from_cache(r);
         }
     }
-    ap_add_output_filter_handle(cached ? cached_watch_filter_handle
-                                       : watch_filter_handle,
-                                ctx, r, r->connection);
+    ap_add_output_filter_handle(watch_filter_handle, ctx, r, r->connection);
+    if (cache_filter_handle) {
+        /* mod_cache as the handler (CacheQuickHandler Off) may answer
+         * with a stored answer instead. */
+        add_cached_watch(r, st, ctx);
+    }
 }
 
 /* ---- start-up ----------------------------------------------------------- */
