@@ -2253,8 +2253,9 @@ static int is_missing_file(const request_rec *r)
 /* r's state, its preq filled in for a request that conf protects, whose
  * initial request is ir and whose decoded URL path is path.  The preq
  * lives in the state, so that what follows reads it without a copy. */
-static req_state *protected_state(request_rec *r, request_rec *ir,
-                                  const dir_conf *conf, const char *path)
+static APR_INLINE req_state *protected_state(request_rec *r, request_rec *ir,
+                                             const dir_conf *conf,
+                                             const char *path)
 {
     req_state *st = state_of(r);
 
