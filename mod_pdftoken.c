@@ -76,7 +76,7 @@ module AP_MODULE_DECLARE_DATA pdftoken_module;
 /* Set once in register_hooks, before any request: adding the filter by
  * handle skips a lookup by name on every request of a protected scope. */
 static ap_filter_rec_t *watch_filter_handle;
-/* The same filter, for an answer mod_cache's quick handler serves. */
+/* The same filter, after mod_cache's CACHE_OUT: for a stored answer. */
 static ap_filter_rec_t *cached_watch_filter_handle;
 /* Set in register_hooks: what is left of a replaced answer goes here. */
 static ap_filter_rec_t *discard_filter_handle;
@@ -2271,25 +2271,34 @@ static APR_INLINE req_state *protected_state(request_rec *r, request_rec *ir,
 }
 
 /*
- * Is r protected?  An internal redirect (an
- * ErrorDocument, mod_rewrite) answers for the URL the browser asked for:
- * when that URL is protected, so is the answer, wherever it comes from.
- * Returns r's state (protected_state), or NULL.
+ * The settings that protect r, whose own scope's are conf and whose
+ * initial request is ir, or NULL.  An internal redirect (an ErrorDocument,
+ * mod_rewrite) answers for the URL the browser asked for: when that URL is
+ * protected, so is the answer, wherever it comes from.
  */
+static APR_INLINE const dir_conf *protecting_conf(const request_rec *r,
+                                                  const request_rec *ir,
+                                                  const dir_conf *conf)
+{
+    if (conf->protect == 1) {
+        return conf;
+    }
+    if (ir == r) {
+        return NULL;
+    }
+    conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
+    return conf->protect == 1 ? conf : NULL;
+}
+
+/* Is r protected?  Returns r's state (protected_state), or NULL. */
 static req_state *protected_request(request_rec *r)
 {
-    const dir_conf *conf =
-        ap_get_module_config(r->per_dir_config, &pdftoken_module);
     request_rec *ir = initial_request(r);
+    const dir_conf *conf = protecting_conf(
+        r, ir, ap_get_module_config(r->per_dir_config, &pdftoken_module));
 
-    if (conf->protect != 1) {
-        if (ir == r) {
-            return NULL;
-        }
-        conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
-        if (conf->protect != 1) {
-            return NULL;
-        }
+    if (!conf) {
+        return NULL;
     }
     /* httpd decodes r->uri in place and parsed_uri.path is the same
      * string, so this is the browser's path even after mod_dir or
@@ -2451,7 +2460,6 @@ static req_state *cache_hit_state(request_rec *r)
 {
     request_rec *rr, *ir = initial_request(r);
     const dir_conf *conf;
-    const char *path;
 
     if (!r->uri || r->uri[0] != '/'
         || (r->content_type
@@ -2461,22 +2469,14 @@ static req_state *cache_hit_state(request_rec *r)
     }
     /* Kept to the end of r: conf may live in its pool. */
     rr = ap_sub_req_lookup_uri(r->uri, r, NULL);
-    conf = ap_get_module_config(rr->per_dir_config, &pdftoken_module);
-    path = rr->parsed_uri.path;
-    if (conf->protect != 1) {
-        /* An internal redirect answers for the initial request's URL. */
-        if (ir == r) {
-            return NULL;
-        }
-        conf = ap_get_module_config(ir->per_dir_config, &pdftoken_module);
-        if (conf->protect != 1) {
-            return NULL;
-        }
+    conf = protecting_conf(
+        r, ir, ap_get_module_config(rr->per_dir_config, &pdftoken_module));
+    if (!conf) {
+        return NULL;
     }
-    if (ir != r) {
-        path = ir->parsed_uri.path;
-    }
-    return protected_state(r, ir, conf, path);
+    /* The lookup decoded the path as httpd decodes a request's. */
+    return protected_state(r, ir, conf,
+                           ir == r ? rr->parsed_uri.path : ir->parsed_uri.path);
 }
 
 /* The watch filter's state for r, from r's state. */
@@ -2498,12 +2498,21 @@ static watch_ctx *watch_context(request_rec *r, const req_state *st)
 }
 
 /* PDFTOKEN_CACHED for r: it leaves what the watch filter (before, NULL
- * for none) has seen, which means mod_cache left that in place. */
+ * for none) has seen, which means mod_cache left that in place.  Beside
+ * that filter it starts from the same state, without the sniff filter's
+ * first bytes, which mod_cache takes out with it. */
 static void add_cached_watch(request_rec *r, const req_state *st,
                              const watch_ctx *before)
 {
-    watch_ctx *ctx = watch_context(r, st);
+    watch_ctx *ctx;
 
+    if (before) {
+        ctx = apr_pmemdup(r->pool, before, sizeof(*ctx));
+        ctx->pre = NULL;
+    }
+    else {
+        ctx = watch_context(r, st);
+    }
     ctx->before = before;
     ap_add_output_filter_handle(cached_watch_filter_handle, ctx, r,
                                 r->connection);
@@ -2714,9 +2723,10 @@ static void register_hooks(apr_pool_t *p)
      *   mod_cache's CACHE_SAVE (AP_FTYPE_CONTENT_SET + 1)
      *   the protocol filters
      * PDFTOKEN_DISCARD takes the place of them all once an answer has
-     * been replaced.  An answer mod_cache's quick handler serves leaves
-     * CACHE_OUT (AP_FTYPE_CONTENT_SET + 1), which removes every filter
-     * ahead of it: PDFTOKEN_CACHED is the watch filter one type later.
+     * been replaced.  A stored answer mod_cache serves (quick handler or
+     * not) leaves CACHE_OUT (AP_FTYPE_CONTENT_SET + 1), which removes
+     * every filter ahead of it: PDFTOKEN_CACHED is the watch filter one
+     * type later.
      */
     sniff_filter_handle = ap_register_output_filter(
         FILTER_NAME "_SNIFF", sniff_filter, NULL, AP_FTYPE_CONTENT_SET - 1);
