@@ -233,9 +233,14 @@ def judge_matrix(browsers, cells, recording, table, partial=False):
                     % (matrix.TSV.name, ", ".join(drift[:10])
                        + (", ..." if len(drift) > 10 else "")))
             seen = _observed(table, "m1", b)
-            for c in recording or []:
+            # A case that ended in an error before measuring says so once,
+            # not once per cell.
+            compare = recording or [] if seen or not r["failures"] else []
+            for c in compare:
                 o = seen.get(c["id"], {})
                 want, now = c["outcomes"].get(b), o.get("outcome")
+                if o.get("notMeasured"):
+                    continue  # out of time: the case says NOT MEASURED
                 if want is None:
                     r["failures"].append(
                         "%s: no %s column in %s: record it with "
@@ -320,11 +325,13 @@ def print_matrix_summary(browsers, cells, table):
                 continue
             counts = {}
             for o in seen.values():
-                k = o.get("outcome") or "none"
+                k = o.get("outcome") or ("not measured" if o.get("notMeasured")
+                                         else "none")
                 counts[k] = counts.get(k, 0) + 1
             log("  %s %s: %s" % (b, case, ", ".join(
                 "%s %d" % (k, counts[k]) for k in
-                ("pdf", "download", "page", "error", "none") if k in counts)))
+                ("pdf", "download", "page", "error", "none", "not measured")
+                if k in counts)))
         seen = _observed(table, "m1", b)
         plain = [c for c in cells if c["status"] == 200
                  and c["disposition"] is None and not c["url_pdf"]

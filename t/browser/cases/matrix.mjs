@@ -7,7 +7,7 @@ import path from 'node:path';
 import { logFor } from '../lib/accesslog.mjs';
 import { B, cfg } from '../lib/config.mjs';
 import { closeBrowser, downloadsIn, launch, newPage } from '../lib/launch.mjs';
-import { runCase } from '../lib/results.mjs';
+import { describeError, notMeasured, runCase } from '../lib/results.mjs';
 import { screenshot } from '../lib/screenshot.mjs';
 import { fragmentOf, queryToken } from '../lib/urls.mjs';
 import { viewerState } from '../lib/viewer.mjs';
@@ -121,7 +121,7 @@ const samePath = (href, p) => {
 // because nothing happened for a while: an engine decides download or
 // render before it commits a document, so neither can follow the other.
 // `parse` also waits (up to 8 s) for the viewer to show the document.
-async function measureCell(ctx, page, cell, scope, dl, parse) {
+async function measureCell(ctx, page, cell, scope, dl, parse, run) {
   const t0 = Date.now();
   const obs = { id: cell.id, outcome: null, href: null, notes: [] };
   let navError = null;
@@ -135,7 +135,7 @@ async function measureCell(ctx, page, cell, scope, dl, parse) {
     });
   let pageSeen = null;
   const deadline = t0 + MATRIX_CELL_TIMEOUT;
-  while (Date.now() < deadline && !obs.outcome) {
+  while (Date.now() < deadline && !obs.outcome && !run.cancelled) {
     const how = dl.has(scope, cell.id);
     if (how) {
       obs.outcome = 'download';
@@ -258,22 +258,27 @@ function tokenStep(cell, href) {
 // Run `cells` through `workers` tabs; a cell without an outcome gets
 // more tries in a fresh tab (MATRIX_TRIES in all).  Tabs the browser opens by itself (Firefox
 // opens a downloaded PDF from disk) are closed as they appear, and noted
-// on their cell.  No cell starts after `until` (ms since the epoch).
-async function measureAll(ctx, r, cells, scope, workers, until) {
+// on their cell.  No cell starts after `until` (ms since the epoch): the
+// cells left are "not measured".  A worker never throws (a tab that cannot
+// be opened is a failed try of its cell), and every worker stops at its
+// next step once `run.cancelled` is set: a scope whose case timed out must
+// not go on measuring, and closing tabs, in the browser the next scope uses.
+async function measureAll(ctx, r, cells, scope, workers, until, run) {
   const dl = matrixDownloads(ctx, cfg.server);
   const out = new Map();
   const queue = cells.map((c) => ({ cell: c, tries: 0 }));
   const own = new Set(await ctx.browser.pages());
   let opening = 0;
   const opened = new Map(); // 'm1 c001' -> URL of a tab the browser opened
-  const fresh = async (old) => {
-    if (old) {
-      own.delete(old);
-      await withTimeout(old.close(), 5000, 'closing a tab').catch(() => {});
-    }
+  const retire = async (page) => {
+    if (!page) return;
+    own.delete(page);
+    await withTimeout(page.close(), 5000, 'closing a tab').catch(() => {});
+  };
+  const fresh = async () => {
     opening += 1;
     try {
-      const p = await newPage(ctx, r);
+      const p = await withTimeout(newPage(ctx, r), 60000, 'opening a tab');
       own.add(p);
       return p;
     } finally {
@@ -285,7 +290,7 @@ async function measureAll(ctx, r, cells, scope, workers, until) {
     if (sweeping || opening) return;
     sweeping = true;
     try {
-      for (const p of await ctx.browser.pages()) {
+      for (const p of await withTimeout(ctx.browser.pages(), 10000, 'listing tabs')) {
         if (own.has(p) || opening) continue;
         const url = p.url();
         if (url.startsWith('file:')) {
@@ -298,23 +303,27 @@ async function measureAll(ctx, r, cells, scope, workers, until) {
       sweeping = false;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(workers, cells.length) }, async () => {
-    let page = await fresh(null);
-    for (let job = queue.shift(); job; job = queue.shift()) {
+  const worker = async () => {
+    let page = null;
+    for (let job = queue.shift(); job && !run.cancelled; job = queue.shift()) {
       if (Date.now() > until) {
-        out.set(job.cell.id, { id: job.cell.id, outcome: null, notes: ['not measured: out of time'] });
+        out.set(job.cell.id, { id: job.cell.id, outcome: null, notMeasured: true,
+                               notes: ['not measured: out of time'] });
         continue;
       }
       let obs;
       try {
+        page = page || await fresh();
         obs = await measureCell(ctx, page, job.cell, scope, dl,
-                                cfg.matrix.parse && scope === 'm1' && job.cell.body !== 'html');
+                                cfg.matrix.parse && scope === 'm1' && job.cell.body !== 'html', run);
       } catch (e) {
-        obs = { id: job.cell.id, outcome: null, notes: [`error: ${e.message.split('\n')[0]}`] };
+        obs = { id: job.cell.id, outcome: null, notes: [`error: ${describeError(e)}`] };
       }
+      if (run.cancelled) break;
       if (!obs.outcome && job.tries < MATRIX_TRIES - 1) {
         queue.push({ cell: job.cell, tries: job.tries + 1 });
-        page = await fresh(page);
+        await retire(page);
+        page = null;
         continue;
       }
       if (!obs.outcome) {
@@ -337,9 +346,10 @@ async function measureAll(ctx, r, cells, scope, workers, until) {
       // seconds per cell.
       await sweep();
     }
-    own.delete(page);
-    await withTimeout(page.close(), 5000, 'closing a tab').catch(() => {});
-  }));
+    await retire(page);
+  };
+  await Promise.all(Array.from({ length: Math.min(workers, cells.length) }, worker));
+  if (run.cancelled) return [];
   await sleep(500);
   await sweep();
   for (const [key, url] of opened) {
@@ -351,10 +361,18 @@ async function measureAll(ctx, r, cells, scope, workers, until) {
 
 function matrixCounts(cells) {
   const n = {};
-  for (const c of cells) n[c.outcome || 'none'] = (n[c.outcome || 'none'] || 0) + 1;
-  return ['pdf', 'download', 'page', 'error', 'none'].filter((k) => n[k])
+  for (const c of cells) {
+    const k = c.outcome || (c.notMeasured ? 'not measured' : 'none');
+    n[k] = (n[k] || 0) + 1;
+  }
+  return ['pdf', 'download', 'page', 'error', 'none', 'not measured'].filter((k) => n[k])
     .map((k) => `${k} ${n[k]}`).join(', ');
 }
+
+// A cell in flight when a scope's budget runs out may still take its
+// navigation, the viewer's parse, a screenshot and a fresh tab: the case
+// itself times out only this much later (and then fails).
+const MATRIX_CASE_GRACE = 120000;
 
 export async function caseMatrix() {
   const m = cfg.matrix;
@@ -364,16 +382,27 @@ export async function caseMatrix() {
   const ctx = await launch('matrix', { downloadEvents: true, sessions: m.workers });
   try {
     for (const scope of ['m1', 'm2']) {
+      const run = { cancelled: false, measuring: null };
       await runCase(scope, async (r) => {
         const t0 = Date.now();
-        r.cells = await measureAll(ctx, r, m[scope], scope, m.workers, t0 + m.caseTimeout - 20000);
-        for (const c of r.cells.filter((x) => !x.outcome)) {
+        run.measuring = measureAll(ctx, r, m[scope], scope, m.workers, t0 + m.budget, run);
+        r.cells = await run.measuring;
+        const late = r.cells.filter((x) => x.notMeasured);
+        for (const c of r.cells.filter((x) => !x.outcome && !x.notMeasured)) {
           r.failures.push(`${c.id}: no outcome (${c.notes.join('; ')})`);
+        }
+        if (late.length) {
+          notMeasured(r, `${late.length} of ${r.cells.length} cells not reached in the ` +
+                         `${(m.budget / 1000).toFixed(0)} s budget (${late[0].id} and on)`);
         }
         const opened = r.cells.filter((c) => c.notes.some((n) => n.startsWith('opened from disk'))).length;
         r.outcome = `${matrixCounts(r.cells)}` + (opened ? ` (${opened} opened from disk)` : '') +
           ` in ${((Date.now() - t0) / 1000).toFixed(0)} s, ${m.workers} tabs`;
-      }, m.caseTimeout);
+      }, m.budget + MATRIX_CASE_GRACE);
+      // After a timeout its workers would go on in this browser, closing
+      // the next scope's tabs as strays: stop them first.
+      run.cancelled = true;
+      if (run.measuring) await run.measuring.catch(() => {});
     }
   } finally {
     await closeBrowser(ctx);
