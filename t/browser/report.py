@@ -235,7 +235,7 @@ def judge_matrix(browsers, cells, recording, table, partial=False):
             seen = _observed(table, "m1", b)
             # A case that ended in an error before measuring says so once,
             # not once per cell.
-            compare = recording or [] if seen or not r["failures"] else []
+            compare = (recording or []) if seen or not r["failures"] else []
             for c in compare:
                 o = seen.get(c["id"], {})
                 want, now = c["outcomes"].get(b), o.get("outcome")

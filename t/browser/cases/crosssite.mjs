@@ -101,16 +101,10 @@ export async function measure(ctx, r, url, docs, { allowed = [null, ''], page = 
   }
   // The elements without a pass wait for their downloads together: a
   // blocked one costs DOWNLOAD_MS once per page, not once per element.
-  const saved = {};
+  const savedOf = (el) => downloadedFile(ctx, docs[el], before) || eventFor(ctx, docs[el], eventsBefore);
   const waiting = Object.keys(docs).filter((el) => !tail(el).some((e) => e.tag === 'pass'));
   try {
-    await waitFor(() => {
-      for (const el of waiting.filter((x) => !saved[x])) {
-        const got = downloadedFile(ctx, docs[el], before) || eventFor(ctx, docs[el], eventsBefore);
-        if (got) saved[el] = got;
-      }
-      return waiting.every((el) => saved[el]);
-    }, DOWNLOAD_MS, 'the downloads');
+    await waitFor(() => waiting.every(savedOf), DOWNLOAD_MS, 'the downloads');
   } catch { /* the others: blocked */ }
   const out = {};
   for (const [el, doc] of Object.entries(docs)) {
@@ -119,9 +113,8 @@ export async function measure(ctx, r, url, docs, { allowed = [null, ''], page = 
     const pass = entries.find((e) => e.tag === 'pass');
     const fallback = entries.find((e) => e.tag === 'fallback');
     let frame = null;
-    // (looked at once more: the frames waited for meanwhile gave it time)
-    const file = pass ? null
-      : saved[el] || downloadedFile(ctx, doc, before) || eventFor(ctx, doc, eventsBefore);
+    // (looked at here: the frames waited for meanwhile gave it more time)
+    const file = pass ? null : savedOf(el);
     if (pass) {
       try {
         frame = await waitFor(async () => {
