@@ -37,16 +37,16 @@ export async function viewerState(page, frameOrGetter) {
       .findIndex((f) => (f.getAttribute('src') || '').startsWith(prefix)), VIEWER_PREFIX),
                                   3000, 'finding the PDF viewer');
     if (idx >= 0) {
-      // app.page reads app.pdfViewer, which WebKit's pdf.js has been seen
-      // to leave null for good in the second of two PDF iframes loading at
-      // once (c6b, on a busy machine) while the document itself was parsed
-      // (its /Title known): that frame then counts as inline, pageless.
+      // pdf.js's load() hands the document to its viewer in the same
+      // synchronous step that sets app.pdfDocument, so a document the viewer
+      // lacks (or no viewer at all) means that step threw: the document
+      // was parsed but will never be shown (see waitForViewer): pageless.
       const viewer = await withTimeout(page._inFrame([...frame.path, idx], (d) => d.executeScript(`
         const app = window.PDFViewerApplication;
-        return app && app.pdfDocument ? {
-          title: (app.documentInfo && app.documentInfo.Title) || null,
-          page: app.pdfViewer ? app.page : null, pages: app.pagesCount,
-          pageless: !app.pdfViewer } : { title: null, page: null, pages: null };`)),
+        if (!app || !app.pdfDocument) return { title: null, page: null, pages: null };
+        const pageless = !app.pdfViewer || app.pdfViewer.pdfDocument !== app.pdfDocument;
+        return { title: (app.documentInfo && app.documentInfo.Title) || null,
+                 page: pageless ? null : app.page, pages: app.pagesCount, pageless };`)),
                                        3000, 'evaluating in the PDF viewer');
       Object.assign(doc, viewer);
     }
@@ -95,24 +95,24 @@ async function evaluateInViewer(frame, fn) {
 }
 
 // Wait until the frame's viewer shows the PDF labelled `label`.  With
-// `stalled`, a WebKit viewer that parsed the PDF of that URL inline but
-// never set itself up (see viewerState) is returned, marked stalled,
-// instead of failing: seen only in the second of two views opened at once
-// on a loaded machine, where what the module did is in the access log.
+// `stalled` (a URL prefix), a WebKit viewer that parsed the PDF of that URL
+// inline but will never show it (see viewerState) is returned at once,
+// marked stalled, instead of failing.  The cause is WebKit's own: its content
+// script (extras/content-script.js in libwebkit2gtk's resources) calls
+// PDFViewerApplication.open() when the PDF's bytes arrive without waiting
+// for pdf.js's initializedPromise, so on a loaded machine load() can run
+// before the viewer exists.  Seen in single and in concurrent views.
 export async function waitForViewer(page, frameOrGetter, label, timeout = 15000,
                                     stalled = null) {
   let last = null;
   try {
     return await waitFor(async () => {
       const s = last = await viewerState(page, frameOrGetter);
+      if (stalled && isStalled(s, stalled)) return { ...s, stalled: true };
       return s.contentType === 'application/pdf' && s.title &&
         s.title.startsWith(label) && (s.page >= 1 || s.pageless) ? s : null;
     }, timeout, `the PDF viewer to show "${label}"`);
   } catch (e) {
-    if (stalled && last && last.pageless && last.contentType === 'application/pdf' &&
-        last.pages >= 1 && last.href.startsWith(stalled)) {
-      return { ...last, stalled: true };
-    }
     throw new Error(`${e.message}; last seen ${JSON.stringify(last)}`);
   }
 }
@@ -120,6 +120,13 @@ export async function waitForViewer(page, frameOrGetter, label, timeout = 15000,
 // The limit a case states for a stalled WebKit viewer.
 export const STALLED_VIEWER = ['stalled WebKit viewer',
   'WebKit\'s pdf.js received the PDF inline (application/pdf, its pages ' +
-  'counted) but did not set up its viewer in one of two views opened at ' +
-  'once on a loaded machine; the module\'s part (two redirects, two passes ' +
-  'with their own cookies) is checked in the access log'];
+  'counted) but did not set up its viewer: WebKit opens the document before ' +
+  'pdf.js has initialized, a race it loses on a loaded machine; the module\'s ' +
+  'part (redirect, pass with its own cookie, final URL) is checked in the ' +
+  'access log'];
+
+// Whether a WebKit viewer state is the stall above, at a URL under prefix.
+export function isStalled(s, prefix) {
+  return Boolean(s && s.pageless && s.contentType === 'application/pdf' && s.pages >= 1 &&
+                 s.href.startsWith(prefix));
+}
