@@ -24,8 +24,10 @@ lines); nosniff and url_pdf are 0/1; body is pdf, pdf-ws (the same PDF
 after one "\\n"), pdf-bin (the same PDF with control bytes in its binary
 comment line, so that a text/plain sniffer calls it binary), bin-pdf (the
 PDF after five bytes of binary junk, "\\0\\1\\2\\3\\n": no %PDF- at the
-start, which pdf.js does not need) or html; the engine columns are pdf,
-download, page or error.
+start, which pdf.js does not need), html, mxr-pdf (a
+multipart/x-mixed-replace body of one part, the PDF typed
+application/pdf) or mxr-html-pdf (an HTML part, then that PDF part); the
+engine columns are pdf, download, page or error.
 
 `cells()` below is the matrix's definition; a normal run serves the cells
 of the recording and fails when the definition no longer matches it, so a
@@ -45,7 +47,10 @@ CELL_COLUMNS = ["id", "status", "content_type", "disposition", "nosniff",
                 "body", "url_pdf"]
 COLUMNS = CELL_COLUMNS + ENGINES
 OUTCOMES = ("pdf", "download", "page", "error")
-BODIES = ("pdf", "pdf-ws", "pdf-bin", "bin-pdf", "html")
+BODIES = ("pdf", "pdf-ws", "pdf-bin", "bin-pdf", "html", "mxr-pdf",
+          "mxr-html-pdf")
+# The boundary of the multipart/x-mixed-replace bodies.
+MXR_TYPE = "multipart/x-mixed-replace; boundary=pdftoken-part"
 ABSENT = "(absent)"
 EMPTY = "(empty)"
 # Between the values of a header sent on several lines.  mod_asis merges
@@ -241,6 +246,18 @@ def cells():
             _cell(ctype=None, disp="inline; filename*=UTF-8''x.%70df"),
             _cell(ctype="unknown/unknown",
                   disp="inline; filename*=UTF-8''x.%70df", body="bin-pdf")]
+    # (c402 on) WebKitGTK shows each part of a multipart/x-mixed-replace
+    # answer as the document at its URL, fragment kept: a PDF part in its
+    # viewer, also after an HTML part.
+    out += [_cell(ctype=MXR_TYPE, body="mxr-pdf"),
+            _cell(ctype=MXR_TYPE, body="mxr-html-pdf"),
+            _cell(ctype=MXR_TYPE, body="mxr-pdf", nosniff=True)]
+    # PDF-sounding types that no engine was seen to render (2026-12-06,
+    # with image/x-pdf, application/x-acrobat, application/vnd.apple.pdf
+    # and a dozen more): kept so that a change shows.
+    for ctype in ("image/pdf", "application/postscript",
+                  "application/vnd.adobe.pdf"):
+        out.append(_cell(ctype=ctype))
     for i, c in enumerate(out, start=1):
         c["id"] = "c%03d" % i
     return out
@@ -348,6 +365,8 @@ def write(rows, versions, notes=(), path=TSV):
         "# a (+) b = the header sent on two lines, a then b; body pdf-bin = "
         "pdf with \\1\\2\\3\\4 in its binary comment line, bin-pdf = "
         "\"\\0\\1\\2\\3\\n\" + pdf.",
+        "# mxr-pdf = a multipart/x-mixed-replace body of the pdf as one "
+        "application/pdf part; mxr-html-pdf = an HTML part, then that part.",
     ] + ["# " + n for n in notes] + ["\t".join(COLUMNS)]
     for c in rows:
         lines.append("\t".join([
@@ -366,13 +385,28 @@ def label(browser, scope, cell):
     return "pdftoken-matrix %s %s %s" % (browser, scope, cell["id"])
 
 
+def _mixed_replace(parts):
+    """A multipart/x-mixed-replace body (boundary as in MXR_TYPE) of
+    (type, bytes) parts."""
+    out = b""
+    for ctype, data in parts:
+        out += b"--pdftoken-part\r\nContent-Type: %s\r\n\r\n%s\r\n" \
+            % (ctype.encode("ascii"), data)
+    return out + b"--pdftoken-part--\r\n"
+
+
 def body(browser, scope, cell):
     text = label(browser, scope, cell)
+    html = ("<!doctype html>\n<meta charset=\"utf-8\"><title>%s</title>\n"
+            "<h1>%s</h1>\n<p>An HTML body.</p>\n"
+            % (text, text)).encode("ascii")
     if cell["body"] == "html":
-        return ("<!doctype html>\n<meta charset=\"utf-8\"><title>%s</title>\n"
-                "<h1>%s</h1>\n<p>An HTML body.</p>\n"
-                % (text, text)).encode("ascii")
+        return html
     pdf = make_pdf(text, pages=1, padding=256)
+    if cell["body"] == "mxr-pdf":
+        return _mixed_replace([("application/pdf", pdf)])
+    if cell["body"] == "mxr-html-pdf":
+        return _mixed_replace([("text/html", html), ("application/pdf", pdf)])
     if cell["body"] == "pdf-bin":
         # The same length, so the cross reference table stays right.
         marker = b"%\xe2\xe3\xcf\xd3\n"

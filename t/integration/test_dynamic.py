@@ -177,6 +177,13 @@ def env(pool):
     s.write("prot/typed.asis", b"Status: 200 OK\nContent-Type: "
             b"application/pdf\n\n" + files["asis"])
     s.write("prot/untyped.asis", b"Status: 200 OK\n\n" + files["asis"])
+    # WebKitGTK shows a PDF part of a multipart/x-mixed-replace answer in
+    # its viewer, after an HTML part too (t/browser/render-matrix.tsv).
+    files["mxr"] = (b"--part\r\nContent-Type: text/html\r\n\r\n<p>hi</p>"
+                    b"\r\n--part\r\nContent-Type: application/pdf\r\n\r\n"
+                    + files["asis"] + b"\r\n--part--\r\n")
+    s.write("prot/mixed.asis", b"Status: 200 OK\nContent-Type: "
+            b"multipart/x-mixed-replace; boundary=part\n\n" + files["mxr"])
     s.write("prot/scan", files["static"])
     s.write("prot/notes", b"plain notes, no extension\n")
     backends.add_report_routes(back, files["http"])
@@ -232,10 +239,15 @@ def cases():
         Case("proxy-octet-inline", "/api/reports/typed",
              "ct=application/octet-stream&cd=inline;%20filename=r.pdf",
              "http", ctype="application/octet-stream", seen="http"),
+        Case("proxy-mixed-replace", "/api/reports/typed",
+             "ct=multipart/x-mixed-replace;%20boundary=b", "http",
+             ctype="multipart/x-mixed-replace", seen="http"),
         Case("cgi", "/prot/report.cgi", "a=1&b=%20c&a=2", "cgi", seen="cgi"),
         Case("asis-typed", "/prot/typed.asis", "", "asis"),
         Case("asis-untyped", "/prot/untyped.asis", "", "asis", ctype=None,
              head=False),
+        Case("asis-mixed-replace", "/prot/mixed.asis", "", "mxr",
+             ctype="multipart/x-mixed-replace"),
         Case("static-noext", "/prot/scan", "", "static", ctype=None,
              head=False),
     ]

@@ -301,6 +301,13 @@ static const struct {
     {"a/b/c", NULL, PDFTOKEN_PDF_IF_BODY},
     {"*/*", NULL, PDFTOKEN_PDF_IF_BODY},
     {"application/pdf\x01", NULL, PDFTOKEN_PDF},
+    /* WebKitGTK shows a PDF part of it in its viewer (render matrix) */
+    {"multipart/x-mixed-replace; boundary=pdftoken-part",
+     "multipart/x-mixed-replace", PDFTOKEN_PDF},
+    {"Multipart/X-Mixed-Replace;boundary=\"b\"", "multipart/x-mixed-replace",
+     PDFTOKEN_PDF},
+    {"text/html, multipart/x-mixed-replace; boundary=b", NULL, PDFTOKEN_PDF},
+    {"multipart/mixed; boundary=b", "multipart/mixed", PDFTOKEN_NOT_PDF},
 };
 
 START_TEST(test_classify_type)
@@ -335,6 +342,7 @@ static const char *const named_types[] = {"application/pdf",
                                           "application/acrobat",
                                           "applications/vnd.pdf",
                                           "application/vnd.pdf",
+                                          "multipart/x-mixed-replace",
                                           "unknown/unknown",
                                           "application/unknown",
                                           "application/x-unknown-content-type",
@@ -538,6 +546,11 @@ static const char *matrix_body(const char *kind, size_t *len)
     static const char bin_pdf[] =
         "\0\1\2\3\n%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj";
     static const char html[] = "<!doctype html><p>not a pdf</p>";
+    /* The first bytes of matrix.py's multipart/x-mixed-replace bodies. */
+    static const char mxr_pdf[] = "--pdftoken-part\r\nContent-Type: "
+                                  "application/pdf\r\n\r\n%PDF-1.4\n";
+    static const char mxr_html_pdf[] = "--pdftoken-part\r\nContent-Type: "
+                                       "text/html\r\n\r\n<!doctype html>";
 
     if (!strcmp(kind, "pdf")) {
         *len = sizeof(pdf) - 1;
@@ -554,6 +567,14 @@ static const char *matrix_body(const char *kind, size_t *len)
     if (!strcmp(kind, "bin-pdf")) {
         *len = sizeof(bin_pdf) - 1;
         return bin_pdf;
+    }
+    if (!strcmp(kind, "mxr-pdf")) {
+        *len = sizeof(mxr_pdf) - 1;
+        return mxr_pdf;
+    }
+    if (!strcmp(kind, "mxr-html-pdf")) {
+        *len = sizeof(mxr_html_pdf) - 1;
+        return mxr_html_pdf;
     }
     ck_assert_msg(!strcmp(kind, "html"), "unknown body kind '%s'", kind);
     *len = sizeof(html) - 1;
