@@ -20,7 +20,9 @@ BROWSERS = {
     "webkit": "/usr/bin/WebKitWebDriver",
 }
 MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
-NODE_TIMEOUT = 900  # seconds for one browser's whole run
+# Seconds for one browser's whole run, besides the render matrix's scopes,
+# which have budgets of their own (run_node's `matrix_s`).
+NODE_TIMEOUT = 900
 # WebKit answers one WebDriver command at a time per MiniBrowser and loads
 # its pdf.js for every PDF: its matrix takes about twice as long.
 WEBKIT_SLOWER = 2
@@ -101,8 +103,12 @@ class Xvfb:
                 self.proc.wait(timeout=10)
 
 
-def run_node(b, config_path, workdir, display=None):
-    """Run cases.mjs for browser b; return (results list, problems)."""
+def run_node(b, config_path, workdir, display=None, matrix_s=0):
+    """Run cases.mjs for browser b; return (results list, problems).
+
+    matrix_s: the seconds its render matrix scopes may take (their
+    budgets and grace), added to the backstop: a loaded CI machine took
+    Firefox's rest set to 857 s of the 900 before the matrix grew."""
     node = os.environ.get("NODE", "node")
     env = dict(os.environ)
     home = workdir / ("home-" + b)
@@ -125,16 +131,16 @@ def run_node(b, config_path, workdir, display=None):
     proc = subprocess.Popen([node, str(HERE / "cases.mjs"), str(config_path)],
                             stdin=subprocess.DEVNULL, env=env,
                             start_new_session=True, cwd=str(HERE))
+    timeout = NODE_TIMEOUT * (WEBKIT_SLOWER if b == "webkit" else 1) \
+        + matrix_s
     try:
-        rc = proc.wait(timeout=NODE_TIMEOUT * (WEBKIT_SLOWER if b == "webkit"
-                                               else 1))
+        rc = proc.wait(timeout=timeout)
         if rc != 0:
             problems.append("cases.mjs for %s exited with status %d"
                             % (b, rc))
     except subprocess.TimeoutExpired:
         problems.append("cases.mjs for %s did not finish in %d s"
-                        % (b, NODE_TIMEOUT * (WEBKIT_SLOWER if b == "webkit"
-                                              else 1)))
+                        % (b, timeout))
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=10)
