@@ -49,8 +49,9 @@ COLUMNS = CELL_COLUMNS + ENGINES
 OUTCOMES = ("pdf", "download", "page", "error")
 BODIES = ("pdf", "pdf-ws", "pdf-bin", "bin-pdf", "html", "mxr-pdf",
           "mxr-html-pdf")
-# The boundary of the multipart/x-mixed-replace bodies.
-MXR_TYPE = "multipart/x-mixed-replace; boundary=pdftoken-part"
+# The type of the multipart/x-mixed-replace cells, and their boundary.
+MXR_BOUNDARY = "pdftoken-part"
+MXR_TYPE = "multipart/x-mixed-replace; boundary=" + MXR_BOUNDARY
 ABSENT = "(absent)"
 EMPTY = "(empty)"
 # Between the values of a header sent on several lines.  mod_asis merges
@@ -386,13 +387,14 @@ def label(browser, scope, cell):
 
 
 def _mixed_replace(parts):
-    """A multipart/x-mixed-replace body (boundary as in MXR_TYPE) of
-    (type, bytes) parts."""
+    """A multipart/x-mixed-replace body (MXR_TYPE) of (type, bytes)
+    parts."""
+    dash = b"--" + MXR_BOUNDARY.encode("ascii")
     out = b""
     for ctype, data in parts:
-        out += b"--pdftoken-part\r\nContent-Type: %s\r\n\r\n%s\r\n" \
-            % (ctype.encode("ascii"), data)
-    return out + b"--pdftoken-part--\r\n"
+        out += b"%s\r\nContent-Type: %s\r\n\r\n%s\r\n" \
+            % (dash, ctype.encode("ascii"), data)
+    return out + dash + b"--\r\n"
 
 
 def body(browser, scope, cell):

@@ -225,6 +225,9 @@ MATRIX_TABS = 4  # tabs the matrix uses at once
 # went past 342 s.
 MATRIX_CASE_TIMEOUT = 480  # seconds of budget for one scope of the matrix ...
 MATRIX_TIMEOUT_CELLS = 281  # ... of this many cells (more: in proportion)
+# cases.mjs lets a scope run this long past its budget (MATRIX_CASE_GRACE
+# in cases/matrix.mjs) before it gives up on it.
+MATRIX_CASE_GRACE = 120
 
 
 def main():
@@ -378,6 +381,10 @@ def main():
         log("httpd (protected site): %s    attacker: %s    proxy sink: "
             "127.0.0.1:%d" % (httpd.url("/"), attacker.url("/"), sink.port))
         paths = {}
+        budgets = {b: int(MATRIX_CASE_TIMEOUT
+                          * max(1.0, len(cells) / MATRIX_TIMEOUT_CELLS)
+                          * (WEBKIT_SLOWER if b == "webkit" else 1))
+                   for b in browsers}  # seconds per matrix scope
         for b in browsers:
             cfg = {
                 "browser": b,
@@ -395,12 +402,7 @@ def main():
                 # parse: a recording also notes whether the viewer showed
                 # the document (seconds per cell, so not in every run)
                 "matrix": dict(matrix_sites[b], workers=args.matrix_tabs,
-                               budget=int(
-                                   MATRIX_CASE_TIMEOUT * 1000
-                                   * max(1.0, len(cells)
-                                         / MATRIX_TIMEOUT_CELLS)
-                                   * (WEBKIT_SLOWER if b == "webkit"
-                                      else 1)),
+                               budget=budgets[b] * 1000,
                                parse=args.record_matrix),
             }
             Path(cfg["workdir"]).mkdir(parents=True)
@@ -413,11 +415,10 @@ def main():
             path.write_text(json.dumps(cfg, indent=1))
             paths[b] = path
 
-        # The matrix scopes' budgets, and cases.mjs's grace after each
-        # (MATRIX_CASE_GRACE), extend the backstop of each browser's run.
+        # The matrix scopes' budgets, and the grace after each, extend the
+        # backstop of each browser's run.
         scopes = sum(1 for c in cases if c[0] in ("m1", "m2"))
-        matrix_s = {b: scopes * (json.loads(paths[b].read_text())
-                                 ["matrix"]["budget"] // 1000 + 120)
+        matrix_s = {b: scopes * (budgets[b] + MATRIX_CASE_GRACE)
                     for b in browsers}
 
         # Firefox then Chromium in one lane, WebKit beside them in another

@@ -372,7 +372,7 @@ function matrixCounts(cells) {
 // A cell in flight when a scope's budget runs out may still take its
 // navigation, the viewer's parse, a screenshot and a fresh tab: the case
 // itself times out only this much later (and then fails).
-const MATRIX_CASE_GRACE = 120000;
+const MATRIX_CASE_GRACE = 120000; // run.py: MATRIX_CASE_GRACE
 
 export async function caseMatrix() {
   const m = cfg.matrix;
