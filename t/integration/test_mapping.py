@@ -9,6 +9,7 @@ documents.  The token is bound to the URL path the browser asked for.
 import pytest
 
 import pdftoken_ref as ref
+from samplepdf import make_pdf
 from checks import (assert_attachment, assert_inline, assert_redirect,
                     assert_untouched)
 
@@ -75,6 +76,23 @@ Alias "/aliased" "@ROOT@/outside"
     ErrorDocument 302 /errors/moved.html
 </Directory>
 
+<Directory "@DOCROOT@/typemap">
+    PdfTokenProtect On
+    AddHandler type-map .var
+</Directory>
+
+<Directory "@DOCROOT@/dav">
+    PdfTokenProtect On
+    DAV On
+</Directory>
+
+ExtFilterDefine html-to-pdf mode=output intype=text/html \
+    outtype=application/pdf cmd="/bin/cat"
+<Directory "@DOCROOT@/extfilter">
+    PdfTokenProtect On
+    SetOutputFilter html-to-pdf
+</Directory>
+
 ErrorDocument 404 /errors/404.pdf
 <Directory "@DOCROOT@/errors">
     PdfTokenProtect On
@@ -84,7 +102,8 @@ ErrorDocument 404 /errors/404.pdf
 
 @pytest.fixture(scope="module")
 def srv(pool):
-    s = pool.make("mapping", modules=["rewrite", "negotiation", "include"])
+    s = pool.make("mapping", modules=["rewrite", "negotiation", "include",
+                                       "dav", "dav_fs", "ext_filter"])
     f = s.files = {}
     f["ht"] = s.write_pdf("ht/doc.pdf", "ht")
     s.write("ht/.htaccess", "PdfTokenProtect On\n")
@@ -115,6 +134,12 @@ def srv(pool):
     s.write("late/plain.txt", f["plaintxt"])
     f["errlocal"] = s.write_pdf("errlocal/doc.pdf", "errlocal")
     s.write("errors/moved.html", "<p>the admin's moved page</p>\n")
+    # mod_negotiation keeps a Body: variant in memory: a small PDF.
+    f["typemap"] = make_pdf("type map body", pages=1, padding=0)
+    s.write("typemap/doc.var", b"Content-Type: application/pdf\n"
+            b"Body:----end----\n" + f["typemap"] + b"----end----\n")
+    f["dav"] = s.write_pdf("dav/doc.pdf", "dav")
+    f["extfilter"] = s.write_pdf("extfilter/page.html", "an HTML name")
     s.configure(CONFIG)
     s.start()
     return s
@@ -320,3 +345,33 @@ def test_pdf_served_as_text_plain_takes_the_token_step(srv):
                                     secret=srv.secret)
     assert_inline(follow(srv, r, cookie), srv.files["pdftxt"],
                   content_type="text/plain")
+
+
+# ------------------------------- other handlers and filters that serve PDFs
+
+def test_type_map_body_variant_takes_the_token_step(srv):
+    """A type map can hold its variants' bytes (Body:): mod_negotiation's
+    handler serves them as application/pdf under a .var URL that the fixup
+    cannot know is a PDF.  The filter judges it."""
+    r = srv.get("/typemap/doc.var")
+    token, cookie = assert_redirect(srv, r, "/typemap/doc.var",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["typemap"])
+
+
+def test_dav_get_of_a_pdf_takes_the_token_step(srv):
+    """mod_dav's own handler answers GET under DAV On."""
+    r = srv.get("/dav/doc.pdf")
+    token, cookie = assert_redirect(srv, r, "/dav/doc.pdf",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["dav"])
+
+
+def test_output_filter_retyping_html_to_pdf_takes_the_token_step(srv):
+    """mod_ext_filter's outtype turns a text/html answer into a PDF after
+    the fixup; its filter runs ahead of the module's, which sees the
+    final type."""
+    r = srv.get("/extfilter/page.html")
+    token, cookie = assert_redirect(srv, r, "/extfilter/page.html",
+                                    secret=srv.secret)
+    assert_inline(follow(srv, r, cookie), srv.files["extfilter"])
