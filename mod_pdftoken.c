@@ -1782,19 +1782,36 @@ static const char *response_header(const request_rec *r, const char *name)
     return v ? v : apr_table_get(r->err_headers_out, name);
 }
 
-/* Every Content-Disposition the response carries, as one list: a
- * browser that meets two may follow either. */
-static const char *dispositions(const request_rec *r)
+/*
+ * Every value of a response header, as one list in the order httpd sends
+ * them: its header filter puts err_headers_out's entries (a CGI script's
+ * headers, "Header always") before headers_out's.  A browser that meets
+ * two Content-Disposition headers may follow either.
+ */
+static const char *sent_values(const request_rec *r, const char *name)
 {
-    const char *out =
-        apr_table_getm(r->pool, r->headers_out, "Content-Disposition");
-    const char *err =
-        apr_table_getm(r->pool, r->err_headers_out, "Content-Disposition");
+    const char *err = apr_table_getm(r->pool, r->err_headers_out, name);
+    const char *out = apr_table_getm(r->pool, r->headers_out, name);
 
-    if (out && err) {
-        return apr_pstrcat(r->pool, out, ", ", err, NULL);
+    if (err && out) {
+        return apr_pstrcat(r->pool, err, ", ", out, NULL);
     }
-    return out ? out : err;
+    return err ? err : out;
+}
+
+/*
+ * The Content-Type the browser will get.  httpd's header filter sends
+ * r->content_type when it is set and not empty, in place of any other;
+ * otherwise the header tables as they are: a mod_lua handler's
+ * r.headers_out, mod_headers' "Header add" or "merge" (only "set" sets
+ * r->content_type), any module that writes the table.
+ */
+static const char *sent_type(const request_rec *r)
+{
+    if (r->content_type && *r->content_type) {
+        return r->content_type;
+    }
+    return sent_values(r, "Content-Type");
 }
 
 /* Is the response PDF-like, by its headers: the library's verdict. */
@@ -1802,9 +1819,9 @@ static pdftoken_render classify_response(const request_rec *r, const preq *pr)
 {
     pdftoken_response resp;
 
-    resp.content_type = r->content_type;
-    resp.content_type_len = r->content_type ? strlen(r->content_type) : 0;
-    resp.disposition = dispositions(r);
+    resp.content_type = sent_type(r);
+    resp.content_type_len = resp.content_type ? strlen(resp.content_type) : 0;
+    resp.disposition = sent_values(r, "Content-Disposition");
     resp.disposition_len = resp.disposition ? strlen(resp.disposition) : 0;
     resp.path = pr->path;
     resp.path_len = pr->path ? strlen(pr->path) : 0;

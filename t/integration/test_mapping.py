@@ -93,6 +93,19 @@ ExtFilterDefine html-to-pdf mode=output intype=text/html \
     SetOutputFilter html-to-pdf
 </Directory>
 
+# A Content-Type header that httpd sends while r->content_type stays unset:
+# a mod_lua handler's headers_out, mod_headers' add, merge and append.
+<Directory "@DOCROOT@/lua">
+    PdfTokenProtect On
+    SetHandler lua-script
+</Directory>
+<Directory "@DOCROOT@/hdrtype">
+    PdfTokenProtect On
+    Header add Content-Type application/pdf "expr=%{REQUEST_URI} =~ /add$/"
+    Header merge Content-Type application/pdf "expr=%{REQUEST_URI} =~ /merge$/"
+    Header append Content-Type application/pdf "expr=%{REQUEST_URI} =~ /append$/"
+</Directory>
+
 ErrorDocument 404 /errors/404.pdf
 <Directory "@DOCROOT@/errors">
     PdfTokenProtect On
@@ -100,10 +113,26 @@ ErrorDocument 404 /errors/404.pdf
 """
 
 
+# r->content_type unset, the type in a header table: httpd sends that header
+# as it is.
+LUA_HANDLER = """
+function handle(r)
+  %s['Content-Type'] = '%s'
+  local f = io.open(r.filename .. ".body", "rb")
+  r:write(f:read("*a"))
+  f:close()
+  return apache2.OK
+end
+"""
+LUA_TABLES = {"out": ("r.headers_out", "application/pdf"),
+              "err": ("r.err_headers_out", "application/pdf"),
+              "html": ("r.headers_out", "text/html")}
+
+
 @pytest.fixture(scope="module")
 def srv(pool):
     s = pool.make("mapping", modules=["rewrite", "negotiation", "include",
-                                       "dav", "dav_fs", "ext_filter"])
+                                       "dav", "dav_fs", "ext_filter", "lua"])
     f = s.files = {}
     f["ht"] = s.write_pdf("ht/doc.pdf", "ht")
     s.write("ht/.htaccess", "PdfTokenProtect On\n")
@@ -140,6 +169,16 @@ def srv(pool):
             b"Body:----end----\n" + f["typemap"] + b"----end----\n")
     f["dav"] = s.write_pdf("dav/doc.pdf", "dav")
     f["extfilter"] = s.write_pdf("extfilter/page.html", "an HTML name")
+    # A newline first: a PDF viewer takes it, the module's %PDF- sniff
+    # does not, so only the header can make these PDFs.
+    f["typeless"] = b"junk\n" + make_pdf("typeless", pages=1)
+    for name, table_type in LUA_TABLES.items():
+        s.write("lua/" + name, LUA_HANDLER % table_type)
+        s.write("lua/%s.body" % name, f["typeless"])
+    f["html-pdf"] = make_pdf("an HTML page", pages=1)
+    s.write("lua/html.body", f["html-pdf"])
+    for name in ("add", "merge", "append"):
+        s.write("hdrtype/" + name, f["typeless"])
     s.configure(CONFIG)
     s.start()
     return s
@@ -375,3 +414,25 @@ def test_output_filter_retyping_html_to_pdf_takes_the_token_step(srv):
     token, cookie = assert_redirect(srv, r, "/extfilter/page.html",
                                     secret=srv.secret)
     assert_inline(follow(srv, r, cookie), srv.files["extfilter"])
+
+
+@pytest.mark.parametrize("path", ["/lua/out", "/lua/err", "/hdrtype/add",
+                                  "/hdrtype/merge", "/hdrtype/append"])
+def test_type_header_without_content_type_takes_the_token_step(srv, path):
+    """httpd sends a Content-Type from headers_out or err_headers_out when
+    r->content_type is unset (a mod_lua handler; mod_headers' add, merge,
+    append, which unlike set leave r->content_type alone).  The module
+    judges the header the browser gets, not r->content_type alone."""
+    r = srv.get(path)
+    token, cookie = assert_redirect(srv, r, path, secret=srv.secret)
+    r2 = follow(srv, r, cookie)
+    assert_inline(r2, srv.files["typeless"])
+
+
+def test_html_type_header_without_content_type_is_untouched(srv):
+    """The other way round: the body begins with %PDF-, but the type the
+    browser gets is text/html, which no engine sniffs.  Judged by its sent
+    type, the answer is not PDF-like and passes byte for byte."""
+    r = srv.get("/lua/html")
+    assert_untouched(r, body=srv.files["html-pdf"])
+    assert r.get_all("Content-Type") == ["text/html"], r
