@@ -296,6 +296,8 @@ def add_report_routes(backend, pdf):
                       gets a 304
     /reports/err500   500 with a PDF body
     /reports/json     application/json
+    /reports/twotypes an empty Content-Type, then application/pdf; the
+                      body has bytes before %PDF- (backend.junk_pdf)
     /reports/slow     application/pdf of about 6.5 MiB: the first 4 KiB,
                       then the rest in 64 KiB writes once
                       backend.slow_release is set (at most 60 s later);
@@ -377,6 +379,16 @@ def add_report_routes(backend, pdf):
     @backend.route("/reports/err500")
     def err500(h, q, head_only):
         h.send_body(500, pdf_type, pdf, head_only)
+
+    # mod_proxy_http takes the first Content-Type, empty, for
+    # r->content_type; httpd then sends both headers as they came.
+    backend.junk_pdf = b"\0\1\2\3\n" + pdf
+
+    @backend.route("/reports/twotypes")
+    def twotypes(h, q, head_only):
+        h.send_body(200, [("Content-Type", ""),
+                          ("Content-Type", "application/pdf")],
+                    backend.junk_pdf, head_only)
 
     @backend.route("/reports/json")
     def json(h, q, head_only):
