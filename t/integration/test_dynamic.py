@@ -44,6 +44,8 @@ CONFIG = r"""
     </FilesMatch>
 </Directory>
 <Directory "@DOCROOT@/open">
+    Options +ExecCGI
+    AddHandler cgi-script .cgi
     <FilesMatch "\.php$">
         SetHandler "@PHP@"
     </FilesMatch>
@@ -185,6 +187,13 @@ def env(pool):
     s.write("prot/mixed.asis", b"Status: 200 OK\nContent-Type: "
             b"multipart/x-mixed-replace; boundary=part\n\n" + files["mxr"])
     s.write("prot/scan", files["static"])
+    # CGI local redirects: a Location with a local path and no Status
+    # makes httpd serve that path in place of the script's answer.
+    s.write("prot/local.pdf", files["static"])
+    for d in ("prot", "open"):
+        s.write(d + "/local.cgi",
+                "#!/bin/sh\nprintf 'Location: /prot/local.pdf\\r\\n\\r\\n'\n",
+                mode=0o755)
     s.write("prot/notes", b"plain notes, no extension\n")
     backends.add_report_routes(back, files["http"])
 
@@ -567,6 +576,19 @@ def test_empty_type_then_pdf_type_from_the_proxy_takes_the_token_step(env):
     r2 = env.get(r.location_target(), cookies=[cookie])
     assert_inline(r2, env.back.junk_pdf, content_type=None)
     assert "application/pdf" in r2.get_all("Content-Type"), r2
+
+
+@pytest.mark.parametrize("path", ["/prot/local.cgi", "/open/local.cgi"])
+def test_cgi_local_redirect_to_a_protected_pdf_takes_the_token_step(env,
+                                                                     path):
+    """A CGI script's local redirect (Location: /prot/local.pdf, no
+    Status) is an internal redirect: the PDF it ends on is judged, from a
+    protected script or an unprotected one alike, and the token belongs to
+    the URL the browser asked for."""
+    r = env.get(path)
+    token, cookie = assert_redirect(env, r, path, secret=env.secret)
+    r2 = env.get(r.location_target(), cookies=[cookie])
+    assert_inline(r2, env.files["static"])
 
 
 def test_php_pdf_in_unprotected_scope_is_untouched(env):
