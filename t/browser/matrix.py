@@ -266,6 +266,18 @@ def cells():
     # "Header add") must be judged as a type.
     out += [_cell(ctype="application/pdf", body="bin-pdf"),
             _cell(ctype="text/pdf", body="bin-pdf")]
+    # (c410 on) Other types with an inline .pdf name: Firefox re-guesses
+    # the generic ones above from the name, and these in no engine
+    # (measured 2026-12-07, each also at a .pdf URL, with
+    # application/x-msdos-program, application/vnd.ms-excel, application/msword,
+    # application/x-pdf-foo, application/x-download-file, application/x-stream,
+    # application/x-zip-compressed, text/csv, application/json,
+    # application/xml, image/png and text/html): kept so that a change shows.
+    for ctype in ("application/x-foo", "application/x-unknown",
+                  "application/x-binary", "application/x-octetstream",
+                  "application/save", "application/x-msdownload",
+                  "application/zip", "x-application/pdf"):
+        out.append(_cell(ctype=ctype, disp="inline; filename=x.pdf"))
     for i, c in enumerate(out, start=1):
         c["id"] = "c%03d" % i
     return out
