@@ -494,6 +494,21 @@ def test_dynamic_redirect_inline_and_fallback(env, mode, name, path, query,
     assert decision == "fallback"
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_type_httpd_sends_from_its_tables_is_judged(env, mode):
+    """mod_http2 builds the answer's headers as HTTP/1.1 does: with
+    r->content_type empty it sends the back end's Content-Type headers as
+    they came, an empty one and then application/pdf.  The filter judges
+    that type (backends.add_report_routes, /reports/twotypes)."""
+    path = "/api/reports/twotypes"
+    r, token, cookie = first_visit(env, mode, path)
+    r2, decision = fetch(env, mode, "GET", r.location_target(),
+                         cookies=[cookie])
+    assert_inline(r2, env["back"].junk_pdf, content_type=None)
+    assert "application/pdf" in r2.get_all("Content-Type"), r2
+    assert decision == "pass"
+
+
 @pytest.mark.parametrize("mode", MUX_MODES)
 def test_dynamic_redirects_multiplexed_leave_the_connection_usable(env,
                                                                    mode):
