@@ -42,6 +42,9 @@ const MATRIX_ABORT_GRACE = 3000;
 // MATRIX_SILENT_GRACE later is the outcome "error", stated as silent.
 const MATRIX_TRIES = 3;
 const MATRIX_SILENT_GRACE = 6000;
+// How long a page of a multipart/x-mixed-replace body must stay the same
+// before it counts as the outcome (measureCell).
+const MATRIX_PART_SETTLE = 4000;
 const LABEL_RE = /pdftoken-matrix \S+ (m[12]) (c\d{3})/;
 
 // The cell a file in the download directory holds, by its label.
@@ -142,6 +145,7 @@ async function measureCell(ctx, page, cell, scope, dl, parse, run, lastTry) {
       if (/NS_BINDING_ABORTED|net::ERR_ABORTED/.test(navError)) abortedAt = Date.now();
     });
   let pageSeen = null;
+  let pageSince = 0;
   const deadline = t0 + MATRIX_CELL_TIMEOUT;
   while (Date.now() < deadline && !obs.outcome && !run.cancelled) {
     const how = dl.has(scope, cell.id);
@@ -214,15 +218,23 @@ async function measureCell(ctx, page, cell, scope, dl, parse, run, lastTry) {
         }
         break;
       }
-      // A page once loaded, twice 150 ms apart in the same state: a viewer
-      // that started as some other page would have changed by then.
+      // A page once loaded, in the same state for a while: 150 ms, enough
+      // for a viewer that started as some other page to change; for a
+      // multipart/x-mixed-replace body, MATRIX_PART_SETTLE, since a later
+      // part replaces the document (WebKit shows c403's HTML part, then
+      // its PDF part, and a loaded CI machine once took longer than
+      // 150 ms between them).
       const sig = `${st.href} ${st.contentType} ${st.ready}`;
-      if (st.ready === 'complete' && pageSeen === sig) {
+      const settle = cell.body.startsWith('mxr') ? MATRIX_PART_SETTLE : 150;
+      if (st.ready === 'complete' && pageSeen === sig && Date.now() - pageSince >= settle) {
         obs.outcome = 'page';
         obs.notes.push(st.contentType);
         break;
       }
-      pageSeen = sig;
+      if (pageSeen !== sig) {
+        pageSeen = sig;
+        pageSince = Date.now();
+      }
       await sleep(150);
       continue;
     }
