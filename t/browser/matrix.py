@@ -269,10 +269,11 @@ def cells():
     # (c410 on) Other types with an inline .pdf name: Firefox re-guesses
     # the generic ones above from the name, and these in no engine
     # (measured 2026-12-07, each also at a .pdf URL, with
-    # application/x-msdos-program, application/vnd.ms-excel, application/msword,
-    # application/x-pdf-foo, application/x-download-file, application/x-stream,
-    # application/x-zip-compressed, text/csv, application/json,
-    # application/xml, image/png and text/html): kept so that a change shows.
+    # application/x-msdos-program, application/vnd.ms-excel,
+    # application/msword, application/x-pdf-foo, application/x-download-file,
+    # application/x-stream, application/x-zip-compressed, text/csv,
+    # application/json, application/xml, image/png and text/html): kept so
+    # that a change shows.
     for ctype in ("application/x-foo", "application/x-unknown",
                   "application/x-binary", "application/x-octetstream",
                   "application/save", "application/x-msdownload",

@@ -101,9 +101,15 @@ ExtFilterDefine html-to-pdf mode=output intype=text/html \
 </Directory>
 <Directory "@DOCROOT@/hdrtype">
     PdfTokenProtect On
-    Header add Content-Type application/pdf "expr=%{REQUEST_URI} =~ /add$/"
-    Header merge Content-Type application/pdf "expr=%{REQUEST_URI} =~ /merge$/"
-    Header append Content-Type application/pdf "expr=%{REQUEST_URI} =~ /append$/"
+    <Files "add">
+        Header add Content-Type application/pdf
+    </Files>
+    <Files "merge">
+        Header merge Content-Type application/pdf
+    </Files>
+    <Files "append">
+        Header append Content-Type application/pdf
+    </Files>
 </Directory>
 
 ErrorDocument 404 /errors/404.pdf

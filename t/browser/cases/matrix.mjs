@@ -146,6 +146,10 @@ async function measureCell(ctx, page, cell, scope, dl, parse, run, lastTry) {
     });
   let pageSeen = null;
   let pageSince = 0;
+  // How long an error answer may show and save nothing before that is the
+  // outcome (0: never), and how long a page must stay the same.
+  const silentGrace = B === 'webkit' ? MATRIX_ABORT_GRACE : lastTry ? MATRIX_SILENT_GRACE : 0;
+  const settle = cell.body.startsWith('mxr') ? MATRIX_PART_SETTLE : 150;
   const deadline = t0 + MATRIX_CELL_TIMEOUT;
   while (Date.now() < deadline && !obs.outcome && !run.cancelled) {
     const how = dl.has(scope, cell.id);
@@ -173,7 +177,6 @@ async function measureCell(ctx, page, cell, scope, dl, parse, run, lastTry) {
     // logged the answer (status >= 400) and the grace has passed with the
     // tab still elsewhere and no download, that is this engine's "error".
     // On a cell's last try, every engine (MATRIX_TRIES).
-    const silentGrace = B === 'webkit' ? MATRIX_ABORT_GRACE : lastTry ? MATRIX_SILENT_GRACE : 0;
     if (silentGrace && !answeredAt) {
       const e = logFor(cell.path).slice(logBefore).find((x) => x.status >= 400);
       if (e) answeredAt = Date.now();
@@ -225,7 +228,6 @@ async function measureCell(ctx, page, cell, scope, dl, parse, run, lastTry) {
       // its PDF part, and a loaded CI machine once took longer than
       // 150 ms between them).
       const sig = `${st.href} ${st.contentType} ${st.ready}`;
-      const settle = cell.body.startsWith('mxr') ? MATRIX_PART_SETTLE : 150;
       if (st.ready === 'complete' && pageSeen === sig && Date.now() - pageSince >= settle) {
         obs.outcome = 'page';
         obs.notes.push(st.contentType);
