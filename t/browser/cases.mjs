@@ -18,7 +18,7 @@ import { caseCrossSite, caseCrossSiteMatrix } from './cases/crosssite.mjs';
 import { caseFragmentTable, caseNoScript, caseSafeLinks, caseSafePage, caseStripScope } from './cases/fragment.mjs';
 import { caseCrossSiteIframe, caseTwoIframes, caseTwoTabs } from './cases/frames.mjs';
 import { caseHttps, casePlanted } from './cases/https.mjs';
-import { caseDynamic, caseLinkClick, casePage2, caseProbe, caseScript, caseStale, caseStaleLink } from './cases/links.mjs';
+import { caseCachedBefore, caseDynamic, caseLinkClick, casePage2, caseProbe, caseScript, caseStale, caseStaleLink } from './cases/links.mjs';
 import { caseMatrix } from './cases/matrix.mjs';
 import { caseFloodMethods, casePileUp } from './cases/pileup.mjs';
 import { B, cfg } from './lib/config.mjs';
@@ -54,6 +54,7 @@ async function main() {
     await caseLinkClick(ctx);
     await caseScript(ctx);
     await casePage2(ctx);
+    await caseCachedBefore(ctx);
     await caseProbe(ctx);
     await caseTwoTabs(ctx);
     await caseTwoIframes(ctx);

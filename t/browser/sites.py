@@ -263,6 +263,10 @@ def httpd_config(browsers, cells, php_handler, backend_port):
             '<Directory "@DOCROOT@/%s/c3-control">' % b,
             "    PdfTokenProtect Off",
             "</Directory>",
+            # c9: a PDF served before protection was turned on
+            '<Directory "@DOCROOT@/%s/c9">' % b,
+            "    PdfTokenProtect Off",
+            "</Directory>",
             '<Directory "@DOCROOT@/%s/c4">' % b,
             "    PdfTokenTypes application/pdf text/html",
             "</Directory>",
@@ -366,6 +370,9 @@ def build_site(httpd, attacker, b, seen_dir, backend):
     c["staleToken"] = stale
     c["attackUrl"] = "%s?pdftoken=%s%s" % (c["url"], stale, ATTACK)
     attack(c, "c7b", link(c["attackUrl"]))
+
+    c = cases["c9"] = pdf("c9")
+    c["pageUrl"] = c["url"] + "#page=2"
 
     c = cases["c8"] = pdf("c8")
     c["attackUrl"] = c["url"] + ATTACK
