@@ -18,7 +18,7 @@ import { caseCrossSite, caseCrossSiteMatrix } from './cases/crosssite.mjs';
 import { caseFragmentTable, caseNoScript, caseSafeLinks, caseSafePage, caseStripScope } from './cases/fragment.mjs';
 import { caseCrossSiteIframe, caseTwoIframes, caseTwoTabs } from './cases/frames.mjs';
 import { caseHttps, casePlanted } from './cases/https.mjs';
-import { caseCachedBefore, caseDynamic, caseLinkClick, casePage2, caseProbe, caseScript, caseStale, caseStaleLink } from './cases/links.mjs';
+import { caseCachedBefore, caseDynamic, caseLinkClick, casePage2, caseProbe, caseScript, caseStale, caseStaleLink, caseViewerLink } from './cases/links.mjs';
 import { caseMatrix } from './cases/matrix.mjs';
 import { caseFloodMethods, casePileUp } from './cases/pileup.mjs';
 import { B, cfg } from './lib/config.mjs';
@@ -55,6 +55,7 @@ async function main() {
     await caseScript(ctx);
     await casePage2(ctx);
     await caseCachedBefore(ctx);
+    await caseViewerLink(ctx);
     await caseProbe(ctx);
     await caseTwoTabs(ctx);
     await caseTwoIframes(ctx);

@@ -22,6 +22,7 @@ CASES = [
     ("c7b", "stale tokenized link from elsewhere heals"),
     ("c8", "cross-site iframe from attacker page"),
     ("c9", "PDF cached before protection: reopened from cache?"),
+    ("c10", "link inside the PDF clicked: no token in Referer"),
     ("d1", "PHP-FPM invoice.php?id=3 (no .pdf): 302, inline"),
     ("d2", "proxied app /api/reports/7: 302, inline"),
     ("d3", "CGI /cgi/report (no extension): 302, inline"),

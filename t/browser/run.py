@@ -63,7 +63,9 @@ and any request it catches fails the run.
 Every case runs in every browser; its documents live under /<browser>/<case>/
 so that the access log tells the cases apart.  Cases c1-c8 run in the
 default scope (PdfTokenFragment strip); c9 measures what README warns of: a
-PDF cached while unprotected, reopened from the browser's cache; d1-d3 are PDFs made by a handler
+PDF cached while unprotected, reopened from the browser's cache; c10 clicks
+a link inside a protected PDF and reads the Referer the linked site got;
+d1-d3 are PDFs made by a handler
 at a URL without .pdf (SPEC section 2, judged by the output filter), each
 opened by a cross-site link with the attacker's fragment: d1 a PHP script
 behind php-fpm8.2 (mod_proxy_fcgi, a unix socket; started inside the

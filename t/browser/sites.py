@@ -64,10 +64,27 @@ class AttackerSite:
     def __init__(self):
         self.pages = {}
         pages = self.pages
+        # /leak/...: where a link inside a protected PDF points (c10); what
+        # each request there carried, for GET /leaks.json
+        leaks = self.leaks = []
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                body = pages.get(self.path.split("?")[0])
+                path = self.path.split("?")[0]
+                if path.startswith("/leak/"):
+                    leaks.append({"path": path,
+                                  "referer": self.headers.get("Referer")})
+                    body = page("followed", "the link was followed")
+                elif path == "/leaks.json":
+                    data = json.dumps(leaks).encode("utf-8")
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                else:
+                    body = pages.get(path)
                 if body is None:
                     self.send_error(404)
                     return
@@ -295,10 +312,10 @@ def build_site(httpd, attacker, b, seen_dir, backend):
     """Write browser b's documents and attacker pages; return its cases."""
     srv = httpd.url("")
 
-    def pdf(case, pages=3):
+    def pdf(case, pages=3, link=None):
         label = "%s %s" % (b, case)
         rel = "%s/%s/doc.pdf" % (b, case)
-        httpd.write_pdf(rel, label=label, pages=pages)
+        httpd.write_pdf(rel, label=label, pages=pages, link=link)
         # Published documents are rarely new: a Last-Modified 30 days ago
         # gives browsers a heuristic freshness of days (RFC 9111 4.2.2).
         old = time.time() - 30 * 86400
@@ -373,6 +390,13 @@ def build_site(httpd, attacker, b, seen_dir, backend):
 
     c = cases["c9"] = pdf("c9")
     c["pageUrl"] = c["url"] + "#page=2"
+
+    # c10: a link inside the PDF to the attacker's site, clicked in the
+    # viewer: the tokenized URL must not reach it in a Referer
+    leak = "/leak/%s/c10" % b
+    c = cases["c10"] = pdf("c10", link=attacker.url(leak))
+    c["leakPath"] = leak
+    c["leaks"] = attacker.url("/leaks.json")
 
     c = cases["c8"] = pdf("c8")
     c["attackUrl"] = c["url"] + ATTACK

@@ -7,7 +7,7 @@
 // case runs the same in all three engines:
 //
 //   browser  version() newPage() pages() close() process()
-//   page     goto() click() evaluate() mainFrame() frames() url() currentUrl()
+//   page     goto() click() clickAt() evaluate() mainFrame() frames() url() currentUrl()
 //            screenshot() close() bringToFront() on('dialog') flushDialogs()
 //   frame    evaluate() url() parentFrame()
 //
@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { Builder, By, error as wdError } from 'selenium-webdriver';
+import { Builder, By, Origin, error as wdError } from 'selenium-webdriver';
 
 export const MINIBROWSER = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 export const VIEWER_PREFIX = 'webkit-pdfjs-viewer:';
@@ -202,6 +202,12 @@ class WebKitPage {
 
   click(selector) {
     return this._run(async (d) => (await d.findElement(By.css(selector))).click());
+  }
+
+  // A mouse click at (x, y) of the window's viewport, as puppeteer's
+  // page.mouse.click(x, y): a click inside the PDF viewer (c10).
+  clickAt(x, y) {
+    return this._run((d) => d.actions().move({ x, y, origin: Origin.VIEWPORT }).click().perform());
   }
 
   async screenshot() {

@@ -147,8 +147,8 @@ class Httpd:
         path.chmod(mode)
         return path
 
-    def write_pdf(self, rel, label=None, pages=3, base=None):
-        data = make_pdf(label or str(rel), pages=pages)
+    def write_pdf(self, rel, label=None, pages=3, base=None, link=None):
+        data = make_pdf(label or str(rel), pages=pages, link=link)
         self.write(rel, data, base=base)
         return data
 

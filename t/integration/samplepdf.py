@@ -15,13 +15,15 @@ def _escape_pdf_string(text):
             .replace(")", "\\)"))
 
 
-def make_pdf(label="sample", pages=3, padding=4096):
+def make_pdf(label="sample", pages=3, padding=4096, link=None):
     """Return the bytes of a PDF 1.4 document with `pages` pages.
 
     label   -- ASCII text written on every page and into /Title
     pages   -- number of pages (at least 1)
     padding -- bytes of comment lines in each page's content stream, so
                that the file is large enough for Range tests
+    link    -- an ASCII URL: every page is then one link to it (a /Link
+               annotation over the whole page), for a click in the viewer
     """
     if pages < 1:
         raise ValueError("a PDF needs at least one page")
@@ -37,6 +39,12 @@ def make_pdf(label="sample", pages=3, padding=4096):
     font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     info = add(("<< /Title (%s) /Producer (mod_pdftoken tests) >>"
                 % label).encode("ascii"))
+    annots = ""
+    if link is not None:
+        annot = add(("<< /Type /Annot /Subtype /Link /Rect [0 0 612 792] "
+                     "/Border [0 0 0] /A << /S /URI /URI (%s) >> >>"
+                     % _escape_pdf_string(link)).encode("ascii"))
+        annots = " /Annots [%d 0 R]" % annot
     page_ids = []
     for n in range(1, pages + 1):
         lines = ["BT /F1 24 Tf 72 720 Td (%s: page %d of %d) Tj ET"
@@ -56,8 +64,8 @@ def make_pdf(label="sample", pages=3, padding=4096):
                       + stream + b"endstream")
         page_ids.append(add(
             ("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] "
-             "/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>"
-             % (page_tree, font, content)).encode("ascii")))
+             "/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R%s >>"
+             % (page_tree, font, content, annots)).encode("ascii")))
     objects[catalog - 1] = (b"<< /Type /Catalog /Pages %d 0 R >>"
                             % page_tree)
     kids = " ".join("%d 0 R" % p for p in page_ids)

@@ -128,6 +128,43 @@ export async function caseCachedBefore(ctx) {
   });
 }
 
+// c10: the tokenized URL must not reach another site.  The PDF's one link
+// (the whole page) points to the attacker; a click in the viewer follows
+// it.  With the token and its cookie (alive for PdfTokenTimeout seconds)
+// that site could send the reader back inline with its own fragment, so
+// its Referer may hold at most this site's origin.  Measured: no engine's
+// viewer sends a Referer at all, whatever Referrer-Policy says; R2's
+// "Referrer-Policy: same-origin" covers the day one does.
+export async function caseViewerLink(ctx) {
+  await runCase('c10', async (r) => {
+    const c = cfg.cases.c10;
+    const page = await newPage(ctx, r);
+    startGoto(page, c.url);
+    const { view } = await expectInline(r, ctx, page, c);
+    const token = queryToken(await urlOf(page));
+    const leaks = async () => (await (await fetch(c.leaks)).json()).filter((e) => e.path === c.leakPath);
+    let hit = null;
+    // The viewer draws its links after the page: click until one is followed
+    for (let i = 0; i < 5 && !hit && view && !view.stalled; i++) {
+      if (B === 'webkit') await page.clickAt(450, 350);
+      else await page.mouse.click(450, 350);
+      try {
+        hit = (await waitFor(leaks, 3000, 'the link to be followed'))[0];
+      } catch { /* not yet: again */ }
+    }
+    check(r, !!hit, 'a click in the viewer did not follow the PDF\'s link to the attacker');
+    if (hit) {
+      const ref = hit.referer;
+      check(r, !ref || (!ref.includes(token) && new URL(ref).pathname === '/'),
+            `the attacker got Referer: ${ref} (token ${token})`);
+      r.outcome = `link followed, Referer ${ref ? `${ref} (origin only)` : 'none'}`;
+    } else {
+      r.outcome = view ? 'link not followed' : 'not inline';
+    }
+    await page.close().catch(() => {});
+  });
+}
+
 export async function caseProbe(ctx) {
   await runCase('c4', async (r) => {
     const c = cfg.cases.c4;
