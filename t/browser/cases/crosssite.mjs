@@ -285,28 +285,6 @@ export async function caseCrossSite() {
 
 // ------------------------------------------------------------------ x5, x6
 
-// x5's partner pages, two at a time: a page whose elements are blocked
-// waits DOWNLOAD_MS for downloads that never come, and two such waits
-// overlap.  Each page frames documents of its own (their own paths, log
-// lines and file names), so measure() tells their outcomes apart.  Not
-// more than two: over HTTPS the module keeps at most 8 of its cookies
-// for the host, and two pages of three elements mint six at once.
-const X5_PAGES_AT_ONCE = 2;
-
-// fn over items, at most n at a time; the results in the items' order.
-async function inOrder(items, n, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-  return out;
-}
-
 export async function caseCrossSiteMatrix() {
   for (const id of ['x5', 'x6']) {
     if (cfg.only && !cfg.only.includes(id)) continue;
@@ -319,12 +297,9 @@ export async function caseCrossSiteMatrix() {
         try {
           if (id === 'x5') {
             const counts = {};
-            const pages = X().x5[s];
-            const measured = await inOrder(pages, X5_PAGES_AT_ONCE, (p) => measure(
-              ctx, r, p.page, p.docs,
-              { allowed: p.scope === 'safe' && p.variant === 'page2' ? [null, '', 'page=2'] : [null, ''] }));
-            for (const [i, p] of pages.entries()) {
-              const m = measured[i];
+            for (const p of X().x5[s]) {
+              const allowed = p.scope === 'safe' && p.variant === 'page2' ? [null, '', 'page=2'] : [null, ''];
+              const m = await measure(ctx, r, p.page, p.docs, { allowed });
               for (const [el, x] of Object.entries(m)) {
                 r.rows.push(['x5', B, s, el, p.scope, p.variant, x.outcome]);
                 const k = `${p.scope} ${el} ${x.outcome}`;
