@@ -112,6 +112,14 @@ ExtFilterDefine html-to-pdf mode=output intype=text/html \
     </Files>
 </Directory>
 
+# A type given on the way, before the module's fixup: mod_rewrite's [T=]
+# (per directory, in its own fixup).
+<Directory "@DOCROOT@/rwtype">
+    PdfTokenProtect On
+    RewriteEngine On
+    RewriteRule "\.txt$" - [T=application/pdf]
+</Directory>
+
 ErrorDocument 404 /errors/404.pdf
 <Directory "@DOCROOT@/errors">
     PdfTokenProtect On
@@ -185,6 +193,7 @@ def srv(pool):
     s.write("lua/html.body", f["html-pdf"])
     for name in ("add", "merge", "append"):
         s.write("hdrtype/" + name, f["typeless"])
+    f["rwtype"] = s.write_pdf("rwtype/notes.txt", "typed by mod_rewrite")
     s.configure(CONFIG)
     s.start()
     return s
@@ -415,6 +424,37 @@ MADE_LATE = [
     ("/hdrtype/merge", "typeless"),
     ("/hdrtype/append", "typeless"),
 ]
+
+
+@pytest.fixture(scope="module")
+def magic_srv(pool):
+    """mod_mime_magic, server-wide (its only context), types a file without
+    an extension by its first bytes, before any fixup."""
+    s = pool.make("magic", modules=["mime_magic"])
+    s.files = {"magic": s.write_pdf("prot/scan", "typed by mod_mime_magic")}
+    # Debian's /etc/apache2/magic has this line; that file comes with the
+    # apache2 package, which the integration tests do not need.
+    s.write("magic", "0\tstring\t\t%PDF-\t\tapplication/pdf\n",
+            base=s.root)
+    s.configure('MimeMagicFile "@ROOT@/magic"\n'
+                '<Directory "@DOCROOT@/prot">\n'
+                '    PdfTokenProtect On\n'
+                '</Directory>\n')
+    s.start()
+    return s
+
+
+@pytest.mark.parametrize("server,path,key", [
+    ("srv", "/rwtype/notes.txt", "rwtype"),
+    ("magic_srv", "/prot/scan", "magic")])
+def test_pdf_typed_by_another_module_takes_the_token_step(
+        request, server, path, key):
+    """Typed application/pdf before the fixup by a module other than
+    mod_mime: mod_rewrite's [T=], mod_mime_magic."""
+    s = request.getfixturevalue(server)
+    r = s.get(path)
+    token, cookie = assert_redirect(s, r, path, secret=s.secret)
+    assert_inline(follow(s, r, cookie), s.files[key])
 
 
 @pytest.mark.parametrize("path,key", MADE_LATE)
