@@ -396,7 +396,8 @@ def build_site(httpd, attacker, b, seen_dir, backend):
     leak = "/leak/%s/c10" % b
     c = cases["c10"] = pdf("c10", link=attacker.url(leak))
     c["leakPath"] = leak
-    c["leaks"] = attacker.url("/leaks.json")
+    # read by node, not a browser: the address, not the name
+    c["leaks"] = "http://127.0.0.1:%d/leaks.json" % attacker.port
 
     c = cases["c8"] = pdf("c8")
     c["attackUrl"] = c["url"] + ATTACK
