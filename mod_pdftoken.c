@@ -1752,8 +1752,12 @@ static int is_exempt(const preq *pr)
  * A PDF that PdfTokenExempt serves as if unprotected: inline at the plain
  * URL, so private, since a shared cache in front must not hand it to a
  * reader the expression would not match (ap_expr has added the headers
- * it read to Vary).  Only PDFs are asked, so that every other answer of
- * the scope stays untouched.
+ * it read to Vary), and no-store, since the reader's own browser would
+ * otherwise show its copy again, to a link with an attacker's fragment,
+ * without asking, once the reader no longer matches (a laptop that left
+ * the exempt network; Chromium and Firefox do, browser case c9).  Beside
+ * a handler's own Cache-Control, no-store still wins.  Only PDFs are
+ * asked, so that every other answer of the scope stays untouched.
  */
 static void mark_exempt(const preq *pr)
 {
@@ -1768,7 +1772,7 @@ static void mark_exempt(const preq *pr)
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   PDFTOKEN_LOGNO(00018) "%s: exempt by PdfTokenExempt",
                   log_path(pr->path));
-    apr_table_mergen(r->err_headers_out, "Cache-Control", "private");
+    apr_table_mergen(r->err_headers_out, "Cache-Control", "private, no-store");
 }
 
 /* ---- the output filter: judging what the handler made ------------------ */

@@ -2,7 +2,8 @@
 """The crawler's path (SPEC section 5): `PdfTokenExempt <ap_expr>`: a
 request the expression matches is served as if the scope were unprotected
 (inline, no redirect, no cookie), marked private so a shared cache never
-hands it to anyone else; `none` takes an outer exemption away; a bad
+hands it to anyone else, and no-store so the reader's own browser never
+shows it again once the reader no longer matches; `none` takes an outer exemption away; a bad
 expression fails configtest naming the directive.
 
 The canonical Link of tokenized answers is in test_canonical.py, the
@@ -12,7 +13,7 @@ test_secrets.py.
 
 import pytest
 
-from checks import assert_redirect, assert_untouched
+from checks import assert_redirect, assert_untouched, cache_directives
 
 GOOGLEBOT = ("Mozilla/5.0 (compatible; Googlebot/2.1; "
              "+http://www.google.com/bot.html)")
@@ -85,9 +86,12 @@ def test_exempt_user_agent_gets_the_pdf_inline_without_redirect(srv):
     assert r.get("Location") is None
 
 
-def test_exempt_answer_is_private_for_shared_caches(srv):
+def test_exempt_answer_is_private_and_never_stored(srv):
+    # private: no shared cache hands it to a reader the expression would
+    # not match; no-store: the reader's own browser would show its copy,
+    # fragment and all, once the reader no longer matches (browser c9).
     r = srv.get("/prot/doc.pdf", headers=ua(GOOGLEBOT))
-    assert "private" in (r.get("Cache-Control") or "")
+    assert r.get_all("Cache-Control") == ["private, no-store"], r
     # ap_expr names the header it read, so a cache keys on it.
     assert "User-Agent" in (r.get("Vary") or "")
 
@@ -160,11 +164,11 @@ def test_exempt_request_for_a_page_is_untouched(srv, prot, twin):
     assert srv.access_log_entry(tid) == ("200", "-")
 
 
-def test_exempt_dynamic_pdf_is_private_and_varies(srv):
+def test_exempt_dynamic_pdf_is_never_stored_and_varies(srv):
     r = srv.get("/cgi/report?id=3",
                 headers=ua(GOOGLEBOT) + [("X-Test-Id", "exempt-dyn")])
     assert r.status == 200 and r.body == srv.files["plain"], r
-    assert "private" in (r.get("Cache-Control") or ""), r
+    assert {"private", "no-store"} <= set(cache_directives(r)), r
     assert "User-Agent" in (r.get("Vary") or ""), r
     assert srv.access_log_entry("exempt-dyn") == ("200", "exempt")
 
@@ -190,5 +194,5 @@ def test_exempt_pdf_after_an_internal_redirect_is_marked_once(srv):
     r = srv.get("/prot/old.pdf",
                 headers=ua(GOOGLEBOT) + [("X-Test-Id", "exempt-rewrite")])
     assert r.status == 200 and r.body == srv.files["doc"], r
-    assert r.get_all("Cache-Control") == ["private"], r
+    assert r.get_all("Cache-Control") == ["private, no-store"], r
     assert srv.access_log_entry("exempt-rewrite") == ("200", "exempt")
