@@ -2116,10 +2116,13 @@ static apr_status_t refuse_1xx(ap_filter_t *f, apr_bucket_brigade *bb)
 
 /*
  * A response without a valid type is PDF-like when its body begins with
- * "%PDF-": read as the browser reads it, after decoding.  The sniff filter
- * read it before any encoder; else this filter reads the bytes itself,
- * unless an encoder came first, when it cannot tell and counts it a PDF.
- * Until the bytes tell, the body is held back here.
+ * "%PDF-": read as the browser reads it, after decoding.  This filter
+ * reads the bytes it is handed, which are the ones sent: a filter between
+ * the handler and this one may have put others in place of the handler's
+ * (mod_xsendfile sends a file for a script's empty body).  Only an encoded
+ * body (mod_deflate) is judged by what the sniff filter read before the
+ * encoder, or, when that cannot tell, counted a PDF.  Until the bytes
+ * tell, the body is held back here.
  */
 static sniff_state sniff_body(ap_filter_t *f, apr_bucket_brigade *bb)
 {
@@ -2127,15 +2130,17 @@ static sniff_state sniff_body(ap_filter_t *f, apr_bucket_brigade *bb)
     watch_ctx *ctx = f->ctx;
     sniff_state state;
 
-    if (ctx->pre
-        && (ctx->pre->state == SNIFF_PDF || ctx->pre->state == SNIFF_NO)) {
-        state = ctx->pre->state;
-    }
-    else if (is_encoded(r)) {
-        /* Wait for the sniff filter while it may still tell. */
-        state = ctx->pre && ctx->pre->state == SNIFF_PENDING && !has_eos(bb)
-                    ? SNIFF_PENDING
-                    : SNIFF_PDF;
+    if (is_encoded(r)) {
+        if (ctx->pre
+            && (ctx->pre->state == SNIFF_PDF || ctx->pre->state == SNIFF_NO)) {
+            state = ctx->pre->state;
+        }
+        else {
+            /* Wait for the sniff filter while it may still tell. */
+            state = ctx->pre && ctx->pre->state == SNIFF_PENDING && !has_eos(bb)
+                        ? SNIFF_PENDING
+                        : SNIFF_PDF;
+        }
     }
     else {
         if (!ctx->own) {
@@ -2719,8 +2724,10 @@ static void register_hooks(apr_pool_t *p)
      * the PDF. */
     static const char *const after_dir[] = {"mod_dir.c", NULL};
     /* After mod_headers', whose "Header set Content-Type" can make a
-     * response a PDF. */
-    static const char *const after_headers[] = {"mod_headers.c", NULL};
+     * response a PDF, and mod_xsendfile's (APR_HOOK_LAST + 1), whose
+     * filter sends a file in place of a script's body. */
+    static const char *const after_filters[] = {"mod_headers.c",
+                                                "mod_xsendfile.c", NULL};
 
     (void)p;
     make_escape_table();
@@ -2728,9 +2735,10 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_post_config(pdftoken_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The decision: the content type is known, the handler has not run. */
     ap_hook_fixups(pdftoken_fixup, after_dir, NULL, APR_HOOK_LAST);
-    /* The watch filter, once every other module has put in its own. */
-    ap_hook_insert_filter(pdftoken_insert_filter, after_headers, NULL,
-                          APR_HOOK_LAST);
+    /* The watch filter, once every other module has put in its own: of
+     * two filters of one type, the one added first runs first. */
+    ap_hook_insert_filter(pdftoken_insert_filter, after_filters, NULL,
+                          APR_HOOK_REALLY_LAST);
     /* The fragment page; first, because mod_proxy's handler takes any
      * proxied request whatever r->handler says. */
     ap_hook_handler(fragment_page_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
@@ -2738,8 +2746,8 @@ static void register_hooks(apr_pool_t *p)
      * The filters, in the order a response meets them:
      *   mod_include, mod_substitute, ... (AP_FTYPE_RESOURCE)
      *   PDFTOKEN_SNIFF  reads the first bytes as they leave the handler
-     *   mod_deflate, mod_filter's, mod_headers' (AP_FTYPE_CONTENT_SET,
-     *                   inserted before ours)
+     *   mod_deflate, mod_filter's, mod_headers', mod_xsendfile's
+     *                   (AP_FTYPE_CONTENT_SET, inserted before ours)
      *   PDFTOKEN        judges on the final headers, and leaves
      *   mod_cache's CACHE_SAVE (AP_FTYPE_CONTENT_SET + 1)
      *   the protocol filters

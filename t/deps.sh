@@ -17,11 +17,13 @@ pkgs_fuzz="clang libclang-rt-dev"
 # The test servers run /usr/sbin/apache2 from configurations of their own:
 # apache2-bin is enough.  libapache2-mod-security2 and modsecurity-crs:
 # test_neighbours.py runs the module beside ModSecurity and the OWASP CRS
-# in its own server; the package enables security2 in the system apache2
-# when that is installed, and this script disables it again (below).
+# in its own server; libapache2-mod-xsendfile: test_xsendfile.py.  Their
+# packages enable the module in the system apache2 when that is installed,
+# and this script disables it again (below).
 pkgs_integration="apache2-bin media-types apache2-dev python3 python3-pytest
  python3-pytest-xdist python3-h2 curl openssl
- php8.2-fpm libapache2-mod-security2 modsecurity-crs"
+ php8.2-fpm libapache2-mod-security2 modsecurity-crs
+ libapache2-mod-xsendfile"
 # make deploy-test installs the module's package into the system's apache2
 # (and puts it back as it was): the apache2 package, with /etc/apache2.
 pkgs_deploy="apache2"
@@ -66,26 +68,34 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 echo "Installing missing Debian packages:$missing"
-# libapache2-mod-security2's postinst enables security2 in the system
-# apache2, and restarts it, when the apache2 package is installed.  No test
-# uses the system's apache2 for it: unless security2 was enabled before,
-# it is disabled again below, and a running system apache2 reloaded.
-security2=/etc/apache2/mods-enabled/security2.load
-security2_was_on=
-case " $missing " in
-    *" libapache2-mod-security2 "*)
-        if [ -e "$security2" ]; then security2_was_on=1; fi ;;
-    *) security2_was_on=1 ;;
-esac
+# libapache2-mod-security2's and libapache2-mod-xsendfile's postinst
+# enable their module in the system apache2, and restart it, when the
+# apache2 package is installed.  No test uses the system's apache2 for
+# them: a module this run's install enabled is disabled again below, and a
+# running system apache2 reloaded.
+fresh_mods=""
+for m in security2:libapache2-mod-security2 xsendfile:libapache2-mod-xsendfile; do
+    case " $missing " in
+        *" ${m#*:} "*)
+            if [ ! -e "/etc/apache2/mods-enabled/${m%%:*}.load" ]; then
+                fresh_mods="$fresh_mods ${m%%:*}"
+            fi ;;
+    esac
+done
 export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 # shellcheck disable=SC2086
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing
-if [ -z "$security2_was_on" ] && [ -e "$security2" ]; then
-    a2dismod -q security2
-    echo "t/deps.sh: security2 disabled again in the system apache2" \
-         "(libapache2-mod-security2 enabled it; the tests load it in" \
-         "servers of their own)"
+disabled=""
+for mod in $fresh_mods; do
+    if [ -e "/etc/apache2/mods-enabled/$mod.load" ]; then
+        a2dismod -q "$mod"
+        disabled=1
+        echo "t/deps.sh: $mod disabled again in the system apache2 (its" \
+             "package enabled it; the tests load it in servers of their own)"
+    fi
+done
+if [ -n "$disabled" ]; then
     pid=$(cat /var/run/apache2/apache2.pid 2>/dev/null || true)
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         apache2ctl graceful
