@@ -6,11 +6,12 @@ filter throws the script's body away and sends that file in its place.
 Its filter used to be inserted after this module's (insert_filter at
 APR_HOOK_LAST + 1), so the script's empty body was judged, and the file
 went out unjudged.  Measured on the module before the fix: a script that
-names no type, or application/octet-stream at a .pdf URL, had a PDF sent
-with no token step, and all three engines render a PDF sent without a
-type (render matrix, c001), Firefox one sent as octet-stream from a .pdf
-URL (c176).  The watch filter now runs after every filter other modules
-insert, and judges the bytes it is handed, not those the handler wrote.
+named no type, or text/plain, had a PDF sent with no token step; all
+three engines render a PDF sent without a type (render matrix c001), and
+WebKitGTK one sent as text/plain whose first bytes look binary, as a
+real PDF's compressed streams do (c337).  The watch filter now runs
+after every filter other modules insert, and judges the bytes it is
+handed, not those the handler wrote.
 
 Each answer is compared with the same script in an unprotected twin
 directory where it must pass unchanged.
@@ -43,6 +44,7 @@ SCRIPTS = {
     "untyped": ([], "doc.pdf", ""),
     "octet.pdf": (["Content-Type: application/octet-stream"], "doc.pdf", ""),
     "typed": (["Content-Type: application/pdf"], "doc.pdf", ""),
+    "plain": (["Content-Type: text/plain"], "doc.pdf", ""),
     # the script's own body is a PDF, the file sent in its place is not
     "untyped-text": ([], "notes.txt", "%PDF-1.7 from the script"),
     "html": (["Content-Type: text/html"], "doc.pdf", ""),
@@ -93,7 +95,8 @@ def unprotected(s, name):
 
 @pytest.mark.parametrize("name,ctype", [("untyped", None),
                                         ("octet.pdf", None),
-                                        ("typed", "application/pdf")])
+                                        ("typed", "application/pdf"),
+                                        ("plain", "text/plain")])
 def test_pdf_sent_in_place_of_the_body_takes_the_token_step(srv, name, ctype):
     assert unprotected(srv, name).body == srv.files["doc.pdf"]
     r = view(srv, name)
