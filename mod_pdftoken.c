@@ -808,8 +808,8 @@ static const char *attachment_header(request_rec *r)
 
 static void force_download(request_rec *r)
 {
-    /* octet-stream plus nosniff: no browser renders it inline, so no PDF
-     * viewer ever sees the URL's fragment. */
+    /* octet-stream plus nosniff: no browser renders it inline at top
+     * level or in an iframe, so no PDF viewer sees the URL's fragment. */
     ap_set_content_type(r, "application/octet-stream");
     /* A CGI script's own headers land in err_headers_out: an "inline" of
      * its own must not survive beside ours. */
@@ -817,6 +817,12 @@ static void force_download(request_rec *r)
     apr_table_setn(r->headers_out, "Content-Disposition", attachment_header(r));
     apr_table_unset(r->headers_out, "X-Content-Type-Options");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+    /* Firefox ignores "attachment" in an <object> or <embed> and shows
+     * octet-stream named x.pdf in pdf.js there, nosniff or not, with the
+     * fragment of the page's link: a download is no frame's to show.
+     * Added beside any policy of the site's: browsers enforce both. */
+    apr_table_addn(r->err_headers_out, "Content-Security-Policy",
+                   "frame-ancestors 'none'");
 }
 
 /* ---- PdfTokenFragment safe: the fragment page ----------------------- */

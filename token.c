@@ -961,7 +961,10 @@ static const char *const unknown_types[] = {
  * are worth following here (filename*, RFC 2231 continuations, RFC 2047
  * words, quoted-pairs, percent escapes).  So with these types any
  * Content-Disposition that is not an attachment counts, whatever name it
- * gives, and so does a URL path ending in .pdf.
+ * gives, and so does a URL path ending in .pdf.  In an <object> or
+ * <embed> Firefox ignores "attachment" too and shows such a body in
+ * pdf.js when its URL or filename says .pdf (measured in all those
+ * spellings): an attachment that names a file counts as well.
  */
 static const char *const generic_types[] = {
     "application/octet-stream",   "binary/octet-stream",
@@ -1199,7 +1202,12 @@ pdftoken_render pdftoken_classify(const pdftoken_response *resp)
         break;
     }
     if (attachment) {
-        return PDFTOKEN_NOT_PDF;
+        return kind == KIND_GENERIC
+                       && (named_pdf(resp)
+                           || contains_lower(resp->disposition,
+                                             resp->disposition_len, "filename"))
+                   ? PDFTOKEN_PDF
+                   : PDFTOKEN_NOT_PDF;
     }
     if (resp->disposition != NULL || named_pdf(resp)) {
         return PDFTOKEN_PDF;

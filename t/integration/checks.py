@@ -111,6 +111,15 @@ def assert_inline(r, body, content_type="application/pdf",
     assert r.get_all("Referrer-Policy") == [referrer_policy], r
 
 
+def assert_unframeable(r):
+    """A forced download carries CSP frame-ancestors 'none': Firefox
+    ignores "attachment" in an <object> or <embed> and shows
+    application/octet-stream named x.pdf in pdf.js there, with the
+    embedding page's fragment (measured, t/integration/test_embedded.py)."""
+    policies = [v.strip() for v in r.get_all("Content-Security-Policy")]
+    assert "frame-ancestors 'none'" in policies, r
+
+
 def assert_attachment(r, body, filename=None):
     """R3 (and the output fallback): a forced download, never inline."""
     assert r.status == 200, r
@@ -124,6 +133,7 @@ def assert_attachment(r, body, filename=None):
         assert "filename" in params, "no ASCII filename= in %r" % cd
     assert r.get("Content-Type") == "application/octet-stream", r
     assert (r.get("X-Content-Type-Options") or "").lower() == "nosniff", r
+    assert_unframeable(r)
     if body is not None:
         assert r.body == body, "body differs (%d bytes, want %d)" % (
             len(r.body), len(body))
@@ -142,6 +152,7 @@ def assert_forced_download(r, body, status=200):
     assert dtype == "attachment", cd
     assert r.get("Content-Type") == "application/octet-stream", r
     assert (r.get("X-Content-Type-Options") or "").lower() == "nosniff", r
+    assert_unframeable(r)
     if body is not None:
         assert r.body == body, "body differs (%d bytes, want %d)" % (
             len(r.body), len(body))

@@ -162,10 +162,26 @@ static const struct {
      "inline; filename*=UTF-8''x%2Epdf", "/x", 0, PDFTOKEN_PDF},
     {"octet-stream unknown disposition", "application/octet-stream",
      "foo; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    /* Firefox shows application/octet-stream in an <object> or <embed>
+     * whatever its disposition, when the URL or the filename (in any
+     * spelling) says .pdf: an attachment that names a file counts. */
     {"octet-stream attachment", "application/octet-stream",
-     "Attachment ; filename=x.pdf", "/x", 0, PDFTOKEN_NOT_PDF},
+     "Attachment ; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream attachment, encoded name", "application/octet-stream",
+     "attachment; filename*=UTF-8''x.%70df", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream attachment, RFC 2047", "application/octet-stream",
+     "attachment; FILENAME=\"=?UTF-8?B?eC5wZGY=?=\"", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream attachment, continuations", "application/octet-stream",
+     "attachment; filename*0=\"x.\"; filename*1=\"pdf\"", "/x", 0,
+     PDFTOKEN_PDF},
+    {"octet-stream attachment, other name", "application/octet-stream",
+     "attachment; filename=x.bin", "/x", 0, PDFTOKEN_PDF},
+    {"octet-stream attachment, URL .pdf", "application/octet-stream",
+     "attachment", "/x.pdf", 0, PDFTOKEN_PDF},
     {"octet-stream attachment, no name", "application/octet-stream",
      "attachment", "/x", 0, PDFTOKEN_NOT_PDF},
+    {"octet-stream attachment, name= only", "application/octet-stream",
+     "attachment; name=x.bin", "/x", 0, PDFTOKEN_NOT_PDF},
     /* Issue 19: a generic type with any disposition but attachment is
      * PDF-like, whatever name it gives and however it writes it. */
     {"octet-stream .txt", "application/octet-stream", "inline; filename=x.txt",
@@ -211,7 +227,7 @@ static const struct {
     {"application/x-octet-stream inline", "application/x-octet-stream",
      "inline", "/x", 0, PDFTOKEN_PDF},
     {"application/x-download attachment", "application/x-download",
-     "attachment; filename=x.pdf", "/x", 0, PDFTOKEN_NOT_PDF},
+     "attachment; filename=x.pdf", "/x", 0, PDFTOKEN_PDF},
     {"octet-stream .txt at a .pdf URL", "application/octet-stream",
      "inline; filename=x.txt", "/x.pdf", 0, PDFTOKEN_PDF},
     {"octet-stream, URL .pdf", "application/octet-stream", NULL, "/a/B.PDF", 0,

@@ -49,10 +49,16 @@ async function frameFor(page, doc) {
     const u = f.url();
     if (!u || !u.startsWith(doc.url)) continue;
     try {
+      // Firefox's pdf.js shows application/octet-stream named x.pdf in
+      // an <object> or <embed>, attachment or not: its document keeps
+      // that type, so the viewer itself is what tells
       const s = await withTimeout(f.evaluate(() => ({ href: location.href, hash: location.hash,
-                                                      contentType: document.contentType })),
+                                                      contentType: document.contentType,
+                                                      pdfjs: !!window.PDFViewerApplication })),
                                   3000, 'evaluating in the frame');
-      if (s.contentType === 'application/pdf') return { ...s, url: u };
+      if (s.contentType === 'application/pdf' || s.pdfjs) {
+        return { ...s, contentType: 'application/pdf', url: u };
+      }
       seen = { ...s, url: u };
     } catch (e) {
       seen = seen || { href: u, url: u, contentType: null, error: e.message.slice(0, 80) };
