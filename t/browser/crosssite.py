@@ -85,6 +85,10 @@ def httpd_config(b):
         lines += ['<Directory "@DOCROOT@/%s/xs/%s">' % (b, scope)]
         lines += ["    " + x for x in extra]
         lines += ["    PdfTokenTimeout %d" % TIMEOUT, "</Directory>"]
+    # x7: a script's own download (PdfTokenCrossSite Off)
+    lines += ['<Directory "@DOCROOT@/%s/xs/script">' % b,
+              "    Options +ExecCGI", "    SetHandler cgi-script",
+              "    PdfTokenTimeout %d" % TIMEOUT, "</Directory>"]
     return "\n".join(lines) + "\n"
 
 
@@ -280,6 +284,29 @@ def build(httpd, partner, b, https_port):
         x3["docs"][el] = pdf("on", "x3", "x3-%s.pdf" % el)
     x3["page"] = partner.url(OTHER, "/mint-frame", frag=FDF, **{
         el: d["path"] for el, d in x3["docs"].items()})
+    # x7: a script's download (application/octet-stream, attachment,
+    # filename="<name>.pdf") in a partner's frames with the attacker's
+    # fragment: Firefox shows one in an <object> or <embed> regardless of
+    # "attachment", so it must take the token step (then the fallback)
+    x7 = cases["x7"] = {"docs": {}}
+    for el in ELEMENTS:
+        name = "x7-%s" % el
+        rel = "%s/xs/script/%s" % (b, name)
+        data = "data/%s-x7-%s.pdf" % (b, el)
+        httpd.write_pdf(data, label="%s xs x7 %s" % (b, el), pages=3,
+                        base=httpd.root)
+        head = httpd.write(
+            "data/%s-x7-%s.head" % (b, el),
+            "Content-Type: application/octet-stream\r\n"
+            "Content-Disposition: attachment; filename=\"%s.pdf\"\r\n\r\n"
+            % name, base=httpd.root)
+        httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n"
+                    % (head, httpd.root / data), mode=0o755)
+        x7["docs"][el] = {"path": "/" + rel, "url": https + "/" + rel,
+                          "label": "%s xs x7 %s" % (b, el),
+                          "file": name + ".pdf"}
+    x7["page"] = partner.url(PARTNER, "/frame", **{
+        el: d["url"] + FDF for el, d in x7["docs"].items()})
     # x4 (as shipped) and x6 (each other setting): partner.test's frame
     # gets the cookie in its partition; the same tokenized URL at top
     # level and in other.test's frame must get the fallback

@@ -133,7 +133,11 @@ cookie; the same tokenized URL at top level and in other.test's frame
 gets the fallback) run in each engine as shipped; x5 (setting x element x
 scope x fragment) and x6 (x4 in Off and On with each other third-party
 cookie setting) in the rest set.  x1, x4, x5 and x6 compare what they
-saw with t/browser/crosssite.tsv (--record-crosssite writes it).
+saw with t/browser/crosssite.tsv (--record-crosssite writes it).  x7: a
+CGI script's own download (application/octet-stream, attachment,
+filename="x7-<element>.pdf") in partner.test's iframe, embed and object
+with #FDF=: Firefox shows such an answer in an <object> or <embed>
+whatever "attachment" says, so each must be judged and none shown.
 
 m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each

@@ -1,6 +1,6 @@
 // Licensed under the Apache License, Version 2.0; see LICENSE.
 //
-// x1-x6: partner sites framing protected PDFs (issue 22, PdfTokenCrossSite;
+// x1-x7: partner sites framing protected PDFs (issue 22, PdfTokenCrossSite;
 // t/browser/crosssite.py serves partner.test and other.test).
 //
 //   x1  partner.test's <iframe> of a PDF, Off and On (as shipped)
@@ -13,6 +13,7 @@
 //       tokenized URL at top level and in other.test's frame: fallback
 //   x5  the matrix: each cookie setting x element x scope x fragment
 //   x6  x4 with each other cookie setting
+//   x7  a script's attachment named x.pdf in partner frames, #FDF=: judged
 //
 // x1, x4, x5 and x6 write rows that run.py compares with crosssite.tsv.
 
@@ -210,6 +211,26 @@ async function caseX3(ctx) {
   });
 }
 
+// x7: a script's download (octet-stream, attachment, filename="x.pdf")
+// framed by partner.test with #FDF=: Firefox shows such an answer in an
+// <object> or <embed>, so it takes the token step; without the cookie
+// (Off: SameSite=Lax) every element gets the fallback, which no frame
+// shows.
+async function caseX7(ctx) {
+  await runCase('x7', async (r) => {
+    const c = X().x7;
+    const m = await measure(ctx, r, c.page, c.docs);
+    for (const [el, x] of Object.entries(m)) {
+      // judged: the redirect, or the fallback at once (PDFTOKEN00022)
+      check(r, x.seq.length > 0 && ['redirect', 'fallback'].includes(x.seq[0]),
+            `${el}: the script's download was not judged (log ${x.seq.join(',') || 'nothing'})`);
+      check(r, x.outcome !== 'inline', `${el}: shown inline`);
+    }
+    r.notes.push(logs(m));
+    r.outcome = `a script's attachment in partner frames with #FDF=: ${show(m)}`;
+  });
+}
+
 // x4/x6: partner.test's iframe, then the tokenized URL it ended on at top
 // level and in other.test's iframe, each with the attacker's fragment.
 async function partitionCheck(ctx, r, c, caseId, setting, strict, scope = 'on') {
@@ -275,7 +296,7 @@ async function caseX4(ctx, setting) {
 }
 
 export async function caseCrossSite() {
-  const want = ['x1', 'x2', 'x3', 'x4'].filter((id) => !cfg.only || cfg.only.includes(id));
+  const want = ['x1', 'x2', 'x3', 'x4', 'x7'].filter((id) => !cfg.only || cfg.only.includes(id));
   if (!want.length) return;
   const shipped = X().settings[0];
   const ctx = await launch('xs', { downloadEvents: true, cookies: shipped });
@@ -284,6 +305,7 @@ export async function caseCrossSite() {
     await caseX1(ctx, shipped);
     await caseX3(ctx);
     await caseX4(ctx, shipped);
+    await caseX7(ctx);
   } finally {
     await closeBrowser(ctx);
   }
