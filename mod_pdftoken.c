@@ -1439,8 +1439,8 @@ static AP_THREAD_LOCAL pdftoken_nonce_pool nonce_pool;
 #endif
 
 /* A fresh token for subject[0..len) (token_subject), valid until expiry,
- * that a WAF in front (the OWASP CRS at paranoia level 2) does not take
- * for an SQL comment. */
+ * that a WAF in front reads as one plain word: no '-', which the OWASP CRS
+ * takes for SQL (token.h, pdftoken_waf_inert). */
 static pdftoken_status mint_token(const pdftoken_key *key, const char *subject,
                                   size_t len, uint64_t expiry,
                                   char out[PDFTOKEN_LEN + 1])

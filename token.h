@@ -156,17 +156,20 @@ pdftoken_status pdftoken_mint(const pdftoken_key *key, const char *path,
 
 /*
  * Does a minted token read as plain data to web application firewalls?
- * Two '-' in a row open an SQL comment to the OWASP Core Rule Set (rule
- * 942440, paranoia level 2); about one random token in 70 holds them, and
- * one in 200 was blocked, its reader having done nothing wrong.  The mint
+ * The OWASP Core Rule Set takes '-' for an SQL operator or comment: at
+ * paranoia level 2, "--" (rule 942440, one random token in 70), "-0x" and
+ * three hex digits (942450) and a digit, "or" and digits before a '-'
+ * (942210) were blocked, their readers having done nothing wrong, and at
+ * levels 3 and 4 a few '-' alone score.  A token without '-' is one word
+ * of letters, digits and '_', which no rule of the set matches.  The mint
  * functions draw a new nonce until this holds.
  */
 int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1]);
 
 /* How many nonces one mint draws before it settles for a token that is
- * not WAF-inert: (1/70)^16 never happens, and such a token still works
- * wherever no WAF stands. */
-#define PDFTOKEN_MINT_DRAWS 16
+ * not WAF-inert: 4 in 10 are, so 0.6^64 (1e-14) never happens, and such a
+ * token still works wherever no WAF stands. */
+#define PDFTOKEN_MINT_DRAWS 64
 
 /* As pdftoken_mint, with the caller's nonce: for known-answer tests. */
 pdftoken_status pdftoken_mint_nonce(

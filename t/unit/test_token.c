@@ -642,9 +642,10 @@ START_TEST(test_mint_fresh_nonce)
 }
 END_TEST
 
-/* No minted token holds "--" (CRS rule 942440 reads it as an SQL comment):
- * about one random token in 200 would, so 20000 mints show the redraw is
- * there, and a nonce that makes "--" shows the predicate sees it. */
+/* No minted token holds a '-' (the CRS reads "--", "-0x..." and "1or2-" as
+ * SQL at paranoia 2, and counts '-' at 3 and 4): six random tokens in ten
+ * would, so 20000 mints show the redraw is there, and a nonce that makes
+ * "----" shows the predicate sees it. */
 START_TEST(test_mint_waf_inert)
 {
     char t[PDFTOKEN_LEN + 1];
@@ -680,6 +681,17 @@ START_TEST(test_mint_waf_inert)
         nonce[0] = 0x11;
     }
     ck_assert_msg(found, "no nonce gave a token with --");
+    ck_assert(!pdftoken_waf_inert(t));
+    /* One '-' anywhere is enough ("-0x4E8" was blocked); '_' is a letter
+     * to SQL and to the CRS. */
+    memset(t, 'A', PDFTOKEN_LEN);
+    t[PDFTOKEN_LEN] = '\0';
+    t[PDFTOKEN_LEN - 1] = '_';
+    ck_assert(pdftoken_waf_inert(t));
+    t[PDFTOKEN_LEN - 1] = '-';
+    ck_assert(!pdftoken_waf_inert(t));
+    t[PDFTOKEN_LEN - 1] = 'A';
+    t[30] = '-';
     ck_assert(!pdftoken_waf_inert(t));
 }
 END_TEST
