@@ -462,22 +462,19 @@ static void token_head(unsigned char raw[PDFTOKEN_RAW_LEN], uint64_t expiry,
     put_be64(raw + OFF_EXPIRY, expiry ^ get_be64(raw + OFF_NONCE));
 }
 
-/* Tag the head in raw for path and write the whole token to out. */
+/* Tag the head in raw for path, in place. */
 static pdftoken_status token_seal(const pdftoken_key *key, const char *path,
                                   size_t pathlen,
-                                  unsigned char raw[PDFTOKEN_RAW_LEN],
-                                  char out[PDFTOKEN_LEN + 1])
+                                  unsigned char raw[PDFTOKEN_RAW_LEN])
 {
     unsigned char tag[PDFTOKEN_HMAC_LEN];
     pdftoken_status st;
 
     st = token_tag(key, raw, path, pathlen, tag);
-    if (st != PDFTOKEN_OK) {
-        return st;
+    if (st == PDFTOKEN_OK) {
+        memcpy(raw + OFF_TAG, tag, PDFTOKEN_TAG_LEN);
     }
-    memcpy(raw + OFF_TAG, tag, PDFTOKEN_TAG_LEN);
-    pdftoken_b64url_encode(raw, PDFTOKEN_RAW_LEN, out);
-    return PDFTOKEN_OK;
+    return st;
 }
 
 pdftoken_status pdftoken_mint_nonce(
@@ -485,9 +482,14 @@ pdftoken_status pdftoken_mint_nonce(
     const unsigned char nonce[PDFTOKEN_NONCE_LEN], char out[PDFTOKEN_LEN + 1])
 {
     unsigned char raw[PDFTOKEN_RAW_LEN];
+    pdftoken_status st;
 
     token_head(raw, expiry, nonce);
-    return token_seal(key, path, pathlen, raw, out);
+    st = token_seal(key, path, pathlen, raw);
+    if (st == PDFTOKEN_OK) {
+        pdftoken_b64url_encode(raw, PDFTOKEN_RAW_LEN, out);
+    }
+    return st;
 }
 
 int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1])
@@ -495,10 +497,31 @@ int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1])
     return memchr(token, '-', PDFTOKEN_LEN) == NULL;
 }
 
-/* Whole groups of 3 bytes before the tag: their 4 characters each are
- * fixed before the HMAC runs (24 bytes, the first 32 characters). */
+/* Would base64url show a '-' (62) for in[0..len), len a multiple of 3?
+ * Read off the bytes, so that a draw that fails costs no encoding.  In
+ * each group, a sextet of v ^ DASHES is zero where v has a '-': the
+ * has-zero test on 6-bit lanes finds one without a branch per character
+ * (exact for every 24-bit value, checked exhaustively). */
+static int encodes_dash(const unsigned char *in, size_t len)
+{
+    static const uint32_t dashes = 0xfbefbe, low = 0x041041, high = 0x820820;
+    size_t i;
+    uint32_t x;
+
+    for (i = 0; i + 3 <= len; i += 3) {
+        x = (((uint32_t)in[i] << 16) | ((uint32_t)in[i + 1] << 8) | in[i + 2])
+            ^ dashes;
+        if (((x - low) & ~x & high) != 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The whole groups of 3 bytes before the tag: their characters are fixed
+ * before the HMAC runs (24 bytes, the first 32 characters), and the tag's
+ * bytes start a group of their own after them. */
 #define HEAD_WHOLE_BYTES (SIGNED_LEN / 3 * 3)
-#define HEAD_WHOLE_CHARS (HEAD_WHOLE_BYTES / 3 * 4)
 
 static pdftoken_status draw_nonce(pdftoken_nonce_pool *pool,
                                   unsigned char nonce[PDFTOKEN_NONCE_LEN])
@@ -512,8 +535,8 @@ static pdftoken_status draw_nonce(pdftoken_nonce_pool *pool,
 
 /* Mint with nonces from pool (or straight from RAND_bytes when pool is
  * NULL), drawing again while the token is not WAF-inert.  Four draws in
- * ten give an inert token; a head that already shows a '-' is dropped
- * before its HMAC, so a mint costs about 1.5 HMACs, not 2.5. */
+ * ten give an inert token; a head that would already show a '-' is
+ * dropped before its HMAC, so a mint costs about 1.5 HMACs, not 2.5. */
 static pdftoken_status mint_inert(const pdftoken_key *key, const char *path,
                                   size_t pathlen, uint64_t expiry,
                                   pdftoken_nonce_pool *pool,
@@ -522,24 +545,27 @@ static pdftoken_status mint_inert(const pdftoken_key *key, const char *path,
     unsigned char nonce[PDFTOKEN_NONCE_LEN];
     unsigned char raw[PDFTOKEN_RAW_LEN];
     pdftoken_status st;
-    int draw;
+    int draw, last;
 
     for (draw = 1;; draw++) {
+        last = draw >= PDFTOKEN_MINT_DRAWS;
         st = draw_nonce(pool, nonce);
         if (st != PDFTOKEN_OK) {
             return st;
         }
         token_head(raw, expiry, nonce);
-        if (draw < PDFTOKEN_MINT_DRAWS) {
-            pdftoken_b64url_encode(raw, HEAD_WHOLE_BYTES, out);
-            if (memchr(out, '-', HEAD_WHOLE_CHARS) != NULL) {
-                continue;
-            }
+        if (!last && encodes_dash(raw, HEAD_WHOLE_BYTES)) {
+            continue;
         }
-        st = token_seal(key, path, pathlen, raw, out);
-        if (st != PDFTOKEN_OK || draw >= PDFTOKEN_MINT_DRAWS
-            || pdftoken_waf_inert(out)) {
+        st = token_seal(key, path, pathlen, raw);
+        if (st != PDFTOKEN_OK) {
             return st;
+        }
+        if (last
+            || !encodes_dash(raw + HEAD_WHOLE_BYTES,
+                             PDFTOKEN_RAW_LEN - HEAD_WHOLE_BYTES)) {
+            pdftoken_b64url_encode(raw, PDFTOKEN_RAW_LEN, out);
+            return PDFTOKEN_OK;
         }
     }
 }

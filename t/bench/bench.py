@@ -1279,7 +1279,8 @@ def report(rep, args, sizes, groups, rounds, ir, control, verify_ratio,
                                        fmt_int(v)))
     out()
     out("Redirect, per request: %s Ir, of which %s in libcrypto (mint: "
-        "RAND_bytes and one HMAC) and %s in mod_pdftoken.so itself; "
+        "RAND_bytes and about 1.5 HMACs, as a nonce whose token would hold "
+        "a '-' is drawn again) and %s in mod_pdftoken.so itself; "
         "static-1k: %s Ir." % (
             fmt_int(ir["redirect.10k"]["total"]),
             fmt_int(crypto("redirect.10k")),
