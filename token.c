@@ -499,9 +499,11 @@ int pdftoken_waf_inert(const char token[PDFTOKEN_LEN + 1])
 
 /* Would base64url show a '-' (62) for in[0..len), len a multiple of 3?
  * Read off the bytes, so that a draw that fails costs no encoding.  In
- * each group, a sextet of v ^ DASHES is zero where v has a '-': the
- * has-zero test on 6-bit lanes finds one without a branch per character
- * (exact for every 24-bit value, checked exhaustively). */
+ * each group, a sextet of the bytes ^ dashes is zero where they show a
+ * '-', and the has-zero test on 6-bit lanes finds one without a branch
+ * per character: a borrow can only set the high bit of a lane above a
+ * lane that is zero, so the answer is exact (also checked against all
+ * 2^24 groups when it was written). */
 static int encodes_dash(const unsigned char *in, size_t len)
 {
     static const uint32_t dashes = 0xfbefbe, low = 0x041041, high = 0x820820;
