@@ -1,7 +1,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The site where the module has neighbours: ModSecurity with the OWASP
 Core Rule Set, mod_deflate, mod_headers and mod_cache in one server, in
-four variants, and a reader that sends what a browser sends.  Used by
+five variants, and a reader that sends what a browser sends.  Used by
 test_neighbours.py (the token flow and the WAF) and test_cache.py
 (mod_cache).
 
@@ -10,6 +10,7 @@ test_neighbours.py (the token flow and the WAF) and test_cache.py
     1         socache         Off                Off
     2         socache         On                 Off
     2         disk            Off                On      (HTTPS)
+    4         disk            Off                On      (HTTPS)
 
 The readers send what a browser sends (User-Agent, Accept, a host name in
 Host): CRS scores a bare scripted request (920320 no User-Agent, 920350
@@ -150,6 +151,9 @@ VARIANTS = [
     Variant("pl2-socache-quick", 2, "socache", "On", "Off"),
     # Over HTTPS the cookie is __Host-pdftoken_...: CRS reads that name.
     Variant("pl2-disk-tls", 2, "disk", "Off", "On", tls=True),
+    # Paranoia 4 runs every rule of levels 3 and 4 too: 942432 scores two
+    # special characters in one argument, which six tokens in ten held.
+    Variant("pl4-disk-tls", 4, "disk", "Off", "On", tls=True),
 ]
 
 

@@ -9,7 +9,7 @@ makes every response cacheable unless something forbids it (Cache-Control:
 private / no-store): an inline view is never served to a request without
 a token, nor a download, a range or a 302 replayed.
 
-The four sites of neighbours.py (disk and socache, CacheQuickHandler On
+The five sites of neighbours.py (disk and socache, CacheQuickHandler On
 and Off, CacheIgnoreQueryString On and Off, ModSecurity, mod_deflate and a
 site policy of `Cache-Control: public` around them): mod_cache never
 answers a request with a tokenized inline PDF, never with the PDF a first
