@@ -279,6 +279,10 @@ def cells():
                   "application/save", "application/x-msdownload",
                   "application/zip", "x-application/pdf"):
         out.append(_cell(ctype=ctype, disp="inline; filename=x.pdf"))
+    # (c418 on) The type Chromium's own viewer plugin registers inside the
+    # browser: a site must not reach the viewer by naming it.
+    out += [_cell(ctype="application/x-google-chrome-pdf"),
+            _cell(ctype="application/x-google-chrome-pdf", url_pdf=True)]
     for i, c in enumerate(out, start=1):
         c["id"] = "c%03d" % i
     return out
