@@ -1085,6 +1085,20 @@ static int named_pdf(const pdftoken_response *resp)
            && equal_lower(resp->path + resp->path_len - 4, ".pdf", 4);
 }
 
+/*
+ * Does an attachment name a file that a browser may call a PDF?  Firefox
+ * shows a generic type (and what it takes for one: no valid type, a
+ * binary text/plain) in an <object> or <embed> despite "attachment" when
+ * the name says .pdf, and it reads names in more ways than are followed
+ * here: any filename counts, as does a URL path ending in .pdf.
+ */
+static int names_file(const pdftoken_response *resp)
+{
+    return named_pdf(resp)
+           || contains_lower(resp->disposition, resp->disposition_len,
+                             "filename");
+}
+
 /* Where the one-pass reading finds the type in value: value[*b..*e), or
  * 0 when the value needs the general readings (pdftoken_single_essence). */
 static int single_bounds(const char *value, size_t len, size_t *b, size_t *e)
@@ -1259,21 +1273,20 @@ pdftoken_render pdftoken_classify(const pdftoken_response *resp)
     case KIND_OTHER:
         return PDFTOKEN_NOT_PDF;
     case KIND_UNKNOWN:
-        /* Firefox re-guesses it from the name like a generic type, and
-         * pdf.js finds "%PDF-" past junk that the sniff below stops at. */
-        return !attachment && (resp->disposition != NULL || named_pdf(resp))
+        /* Firefox re-guesses it from the name like a generic type (in an
+         * <object> or <embed> an attachment's name too), and pdf.js finds
+         * "%PDF-" past junk that the sniff below stops at. */
+        return (attachment ? names_file(resp)
+                           : resp->disposition != NULL || named_pdf(resp))
                    ? PDFTOKEN_PDF
                    : PDFTOKEN_PDF_IF_BODY;
     default:
         break;
     }
     if (attachment) {
-        return kind == KIND_GENERIC
-                       && (named_pdf(resp)
-                           || contains_lower(resp->disposition,
-                                             resp->disposition_len, "filename"))
-                   ? PDFTOKEN_PDF
-                   : PDFTOKEN_NOT_PDF;
+        /* A generic type, or text/plain that Firefox took for one (a
+         * binary body): shown in an <object> or <embed> by its name. */
+        return names_file(resp) ? PDFTOKEN_PDF : PDFTOKEN_NOT_PDF;
     }
     if (resp->disposition != NULL || named_pdf(resp)) {
         return PDFTOKEN_PDF;
