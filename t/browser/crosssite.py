@@ -66,6 +66,10 @@ SETTING_TEXT = {
     "accept-all": "--cookies-policy=always (accept all)",
 }
 ELEMENTS = ("iframe", "embed", "object")
+# x7's forms: (name, Content-Type or None, bytes before %PDF-)
+X7_FORMS = (("octet", "application/octet-stream", False),
+            ("text", "text/plain", True),
+            ("no-type", None, True))
 # x5: the fragments each scope is framed with
 VARIANTS = {
     "off": ("none", "page2"),
@@ -284,29 +288,36 @@ def build(httpd, partner, b, https_port):
         x3["docs"][el] = pdf("on", "x3", "x3-%s.pdf" % el)
     x3["page"] = partner.url(OTHER, "/mint-frame", frag=FDF, **{
         el: d["path"] for el, d in x3["docs"].items()})
-    # x7: a script's download (application/octet-stream, attachment,
-    # filename="<name>.pdf") in a partner's frames with the attacker's
-    # fragment: Firefox shows one in an <object> or <embed> regardless of
-    # "attachment", so it must take the token step (then the fallback)
-    x7 = cases["x7"] = {"docs": {}}
-    for el in ELEMENTS:
-        name = "x7-%s" % el
-        rel = "%s/xs/script/%s" % (b, name)
-        data = "data/%s-x7-%s.pdf" % (b, el)
-        httpd.write_pdf(data, label="%s xs x7 %s" % (b, el), pages=3,
-                        base=httpd.root)
-        head = httpd.write(
-            "data/%s-x7-%s.head" % (b, el),
-            "Content-Type: application/octet-stream\r\n"
-            "Content-Disposition: attachment; filename=\"%s.pdf\"\r\n\r\n"
-            % name, base=httpd.root)
-        httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n"
-                    % (head, httpd.root / data), mode=0o755)
-        x7["docs"][el] = {"path": "/" + rel, "url": https + "/" + rel,
-                          "label": "%s xs x7 %s" % (b, el),
-                          "file": name + ".pdf"}
-    x7["page"] = partner.url(PARTNER, "/frame", **{
-        el: d["url"] + FDF for el, d in x7["docs"].items()})
+    # x7: a script's download (attachment, filename="<name>.pdf") in a
+    # partner's frames with the attacker's fragment: Firefox shows one in
+    # an <object> or <embed> regardless of "attachment" when it is, or it
+    # takes it for, application/octet-stream (a binary text/plain body;
+    # no type, whatever comes before %PDF-), so it must take the token
+    # step (then the fallback).  One page per form.
+    x7 = cases["x7"] = {"forms": {}}
+    for form, ctype, junk in X7_FORMS:
+        docs = {}
+        for el in ELEMENTS:
+            name = "x7-%s-%s" % (form, el)
+            rel = "%s/xs/script/%s" % (b, name)
+            label = "%s xs x7 %s %s" % (b, form, el)
+            data = "data/%s-%s.pdf" % (b, name)
+            body = httpd.write_pdf(data, label=label, pages=3, base=httpd.root)
+            if junk:
+                httpd.write(data, b"\0\1\2\3\n" + body, base=httpd.root)
+            data = httpd.root / data
+            head = httpd.write(
+                "data/%s-%s.head" % (b, name),
+                ("Content-Type: %s\r\n" % ctype if ctype else "")
+                + "Content-Disposition: attachment; filename=\"%s.pdf\"\r\n"
+                "\r\n" % name, base=httpd.root)
+            httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n" % (head, data),
+                        mode=0o755)
+            docs[el] = {"path": "/" + rel, "url": https + "/" + rel,
+                        "label": label, "file": name + ".pdf"}
+        x7["forms"][form] = {"docs": docs, "page": partner.url(
+            PARTNER, "/frame", **{el: d["url"] + FDF
+                                  for el, d in docs.items()})}
     # x4 (as shipped) and x6 (each other setting): partner.test's frame
     # gets the cookie in its partition; the same tokenized URL at top
     # level and in other.test's frame must get the fallback

@@ -134,10 +134,11 @@ gets the fallback) run in each engine as shipped; x5 (setting x element x
 scope x fragment) and x6 (x4 in Off and On with each other third-party
 cookie setting) in the rest set.  x1, x4, x5 and x6 compare what they
 saw with t/browser/crosssite.tsv (--record-crosssite writes it).  x7: a
-CGI script's own download (application/octet-stream, attachment,
-filename="x7-<element>.pdf") in partner.test's iframe, embed and object
-with #FDF=: Firefox shows such an answer in an <object> or <embed>
-whatever "attachment" says, so each must be judged and none shown.
+CGI script's own download (attachment, filename="x7-<form>-<element>.pdf";
+application/octet-stream, text/plain with a binary body, no type with
+bytes before %PDF-) in partner.test's iframe, embed and object with
+#FDF=: Firefox shows such an answer in an <object> or <embed> whatever
+"attachment" says, so each must be judged and none shown.
 
 m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each
