@@ -36,6 +36,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pdftoken_ref
+from samplepdf import make_pdf
 
 HERE = Path(__file__).resolve().parent
 TSV = HERE / "crosssite.tsv"
@@ -70,6 +71,25 @@ ELEMENTS = ("iframe", "embed", "object")
 X7_FORMS = (("octet", "application/octet-stream", False),
             ("text", "text/plain", True),
             ("no-type", None, True))
+# x8's forms: what the module leaves alone although it holds a PDF, each
+# next to a form that it judges (measured 2026-12-07 in <object>, <embed>
+# and <iframe>, with and without type="application/pdf": no engine shows
+# one).  (name, Content-Type lines, Content-Disposition, body): body "pdf"
+# is a PDF, "bin" a PDF with control bytes in its first comment line (what
+# makes Firefox take text/plain for binary), "junk" bytes before %PDF-.
+X8_FORMS = (
+    ("text-no-name", ["text/plain"], "attachment", "bin"),
+    ("octet-no-name", ["application/octet-stream"], "attachment", "pdf"),
+    ("unknown-no-name", ["unknown/unknown"], "attachment", "junk"),
+    ("html-named", ["text/html"], "attachment; filename=x.pdf", "bin"),
+    ("foo-named", ["application/x-foo"], "attachment; filename=x.pdf", "bin"),
+    ("json-inline", ["application/json"], "inline; filename=x.pdf", "pdf"),
+    ("html-last", ["application/octet-stream, text/html"],
+     "attachment; filename=x.pdf", "bin"),
+    ("text-junk", ["text/plain"], None, "junk"),
+    ("untyped-junk", [], None, "junk"),
+    ("image", ["image/png"], None, "pdf"),
+)
 # x5: the fragments each scope is framed with
 VARIANTS = {
     "off": ("none", "page2"),
@@ -168,6 +188,11 @@ class PartnerSite:
                 if u.path == "/frame":
                     body = "\n".join(element_html(el, q[el], el)
                                      for el in ELEMENTS if el in q)
+                elif u.path == "/frames":
+                    # f=E|U, repeated: many elements of each kind
+                    body = "\n".join(
+                        element_html(*f.split("|", 1), label="frame")
+                        for f in parse_qs(u.query).get("f", []))
                 elif u.path == "/link":
                     body = '<a id="go" href="%s">the report</a>' % (
                         html.escape(q["href"]))
@@ -236,7 +261,8 @@ class PartnerSite:
 
     def url(self, host, path, **query):
         return "https://%s:%d%s%s" % (host, self.port, path,
-                                      ("?" + urlencode(query)) if query
+                                      ("?" + urlencode(query, doseq=True))
+                                      if query
                                       else "")
 
     def start(self):
@@ -318,6 +344,37 @@ def build(httpd, partner, b, https_port):
         x7["forms"][form] = {"docs": docs, "page": partner.url(
             PARTNER, "/frame", **{el: d["url"] + FDF
                                   for el, d in docs.items()})}
+    # x8: what the module leaves alone, in the same frames: no engine may
+    # show one as a PDF.  Two pages of five forms (15 frames each).
+    x8 = cases["x8"] = {"pages": []}
+    for start in (0, 5):
+        docs = {}
+        for form, ctypes, disp, kind in X8_FORMS[start:start + 5]:
+            for el in ELEMENTS:
+                name = "x8-%s-%s" % (form, el)
+                rel = "%s/xs/script/%s" % (b, name)
+                label = "%s xs x8 %s %s" % (b, form, el)
+                body = make_pdf(label, pages=1)
+                if kind == "bin":
+                    body = body.replace(b"%\xe2\xe3\xcf\xd3\n",
+                                        b"%\x01\x02\x03\x04\n", 1)
+                elif kind == "junk":
+                    body = b"\0\1\2\3\n" + body
+                data = httpd.write("data/%s-%s.pdf" % (b, name), body,
+                                   base=httpd.root)
+                head = "".join("Content-Type: %s\r\n" % t for t in ctypes)
+                if disp:
+                    head += "Content-Disposition: %s\r\n" % disp
+                head = httpd.write("data/%s-%s.head" % (b, name),
+                                   head + "\r\n", base=httpd.root)
+                httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n" % (head, data),
+                            mode=0o755)
+                docs["%s %s" % (form, el)] = {
+                    "path": "/" + rel, "url": https + "/" + rel,
+                    "label": label, "file": name}
+        x8["pages"].append({"docs": docs, "page": partner.url(
+            PARTNER, "/frames", f=["%s|%s" % (k.split()[1], d["url"] + FDF)
+                                   for k, d in docs.items()])})
     # x4 (as shipped) and x6 (each other setting): partner.test's frame
     # gets the cookie in its partition; the same tokenized URL at top
     # level and in other.test's frame must get the fallback

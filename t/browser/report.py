@@ -45,6 +45,7 @@ CASES = [
     ("x5", "cross-site matrix: setting x element x scope x #"),
     ("x6", "x4 with each non-default third-party cookie setting"),
     ("x7", "a script's attachment x.pdf in partner frames: judged"),
+    ("x8", "PDF bytes the module leaves alone, in partner frames: not shown"),
     ("p0", "pile-up: what stores the module's cookies (24 each)"),
     ("p1", "pile-up HTTP, 300 x one PDF: <= 8, session kept"),
     ("p2", "pile-up HTTP, 300 PDFs (residual: browser's cap)"),

@@ -138,7 +138,10 @@ CGI script's own download (attachment, filename="x7-<form>-<element>.pdf";
 application/octet-stream, text/plain with a binary body, no type with
 bytes before %PDF-) in partner.test's iframe, embed and object with
 #FDF=: Firefox shows such an answer in an <object> or <embed> whatever
-"attachment" says, so each must be judged and none shown.
+"attachment" says, so each must be judged and none shown.  x8: ten answers
+the module leaves alone although they hold a PDF (attachments without a
+name, types no engine re-guesses, junk before %PDF-) in the same frames:
+none may be shown.
 
 m1 and m2 are the render matrix (t/browser/matrix.py): some 400 responses
 (status, Content-Type, Content-Disposition, nosniff, body, .pdf URL), each

@@ -15,6 +15,8 @@
 //   x6  x4 with each other cookie setting
 //   x7  a script's attachment named x.pdf in partner frames, #FDF=: judged
 //       (octet-stream; binary text/plain; no type)
+//   x8  what the module leaves alone although it holds a PDF, in the
+//       same frames: shown by no engine
 //
 // x1, x4, x5 and x6 write rows that run.py compares with crosssite.tsv.
 
@@ -92,8 +94,10 @@ function eventFor(ctx, doc, eventsBefore) {
 // PDF in the frame), empty (a pass, nothing shown), download (the
 // fallback, saved), blocked (the fallback or nothing, not saved, nothing
 // shown).  A frame showing the PDF without a pass, or with a fragment
-// other than `allowed`, is a failure of r.
-export async function measure(ctx, r, url, docs, { allowed = [null, ''], page = null } = {}) {
+// other than `allowed`, is a failure of r.  `untouched`: an answer the
+// module left alone (logged "-") is final too.
+export async function measure(ctx, r, url, docs, { allowed = [null, ''], page = null,
+                                                   untouched = false } = {}) {
   const since = Object.fromEntries(Object.entries(docs).map(([el, d]) => [el, logFor(d.path).length]));
   const before = downloadsIn(ctx);
   const eventsBefore = ctx.events.length;
@@ -101,7 +105,8 @@ export async function measure(ctx, r, url, docs, { allowed = [null, ''], page = 
   if (own) page = await newPage(ctx, r);
   startGoto(page, url);
   const tail = (el) => logFor(docs[el].path).slice(since[el]);
-  const done = (el) => tail(el).some((e) => TERMINAL.has(e.tag) || e.status >= 400);
+  const done = (el) => tail(el).some((e) => TERMINAL.has(e.tag) || e.status >= 400 ||
+                                      (untouched && e.tag === '-'));
   try {
     await waitFor(() => Object.keys(docs).every(done), 15000, 'a final decision for every element');
   } catch (e) {
@@ -240,6 +245,27 @@ async function caseX7(ctx) {
   }, X7_TIMEOUT);
 }
 
+// x8: answers the module leaves alone although they hold a PDF (a
+// text/plain or octet-stream attachment without a name, one named x.pdf
+// of a type no engine re-guesses, junk before %PDF- without a valid type,
+// ...), framed by partner.test with #FDF=: no engine may show one.
+async function caseX8(ctx) {
+  await runCase('x8', async (r) => {
+    const counts = {};
+    for (const c of X().x8.pages) {
+      const m = await measure(ctx, r, c.page, c.docs, { untouched: true });
+      for (const [key, x] of Object.entries(m)) {
+        check(r, x.outcome !== 'inline', `${key}: shown inline (log ${x.seq.join(',') || '-'})`);
+        check(r, x.entries.length > 0, `${key}: never requested`);
+        counts[x.outcome] = (counts[x.outcome] || 0) + 1;
+      }
+      r.notes.push(logs(m));
+    }
+    r.outcome = `frames that show a PDF the module left alone: ${counts.inline || 'none'} (${
+      Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ')})`;
+  }, X7_TIMEOUT);
+}
+
 // x4/x6: partner.test's iframe, then the tokenized URL it ended on at top
 // level and in other.test's iframe, each with the attacker's fragment.
 async function partitionCheck(ctx, r, c, caseId, setting, strict, scope = 'on') {
@@ -305,7 +331,7 @@ async function caseX4(ctx, setting) {
 }
 
 export async function caseCrossSite() {
-  const want = ['x1', 'x2', 'x3', 'x4', 'x7'].filter((id) => !cfg.only || cfg.only.includes(id));
+  const want = ['x1', 'x2', 'x3', 'x4', 'x7', 'x8'].filter((id) => !cfg.only || cfg.only.includes(id));
   if (!want.length) return;
   const shipped = X().settings[0];
   const ctx = await launch('xs', { downloadEvents: true, cookies: shipped });
@@ -315,6 +341,7 @@ export async function caseCrossSite() {
     await caseX3(ctx);
     await caseX4(ctx, shipped);
     await caseX7(ctx);
+    await caseX8(ctx);
   } finally {
     await closeBrowser(ctx);
   }
