@@ -291,10 +291,13 @@ int pdftoken_range_valid(const char *value, size_t len);
  * Browsers do not go by the URL, and not only by the declared type: they
  * read Content-Type the WHATWG Fetch way, sniff a body without a valid
  * type, and re-guess a generic type (application/octet-stream) from the
- * file name a non-attachment Content-Disposition gives.  The engines
- * differ in the details, and a miss here is a hole, so every rule below is
- * a superset of what the engines were measured to do
- * (t/browser/render-matrix.tsv, checked by the unit tests): a response is
+ * file name a non-attachment Content-Disposition gives; Firefox in an
+ * <object> or <embed> does so for an attachment too, and takes a binary
+ * text/plain or a body without a valid type for a generic one first.  The
+ * engines differ in the details, and a miss here is a hole, so every rule
+ * below is a superset of what the engines were measured to do
+ * (t/browser/render-matrix.tsv, checked by the unit tests, and the framed
+ * forms of browser cases x7 and x8): a response is
  * never called "not a PDF" when one engine renders it as one.  Calling a
  * non-PDF a PDF only costs that response a token step.
  */
