@@ -67,16 +67,20 @@ SETTING_TEXT = {
     "accept-all": "--cookies-policy=always (accept all)",
 }
 ELEMENTS = ("iframe", "embed", "object")
-# x7's forms: (name, Content-Type or None, bytes before %PDF-)
-X7_FORMS = (("octet", "application/octet-stream", False),
-            ("text", "text/plain", True),
-            ("no-type", None, True))
-# x8's forms: what the module leaves alone although it holds a PDF, each
-# next to a form that it judges (measured 2026-12-07 in <object>, <embed>
-# and <iframe>, with and without type="application/pdf": no engine shows
-# one).  (name, Content-Type lines, Content-Disposition, body): body "pdf"
-# is a PDF, "bin" a PDF with control bytes in its first comment line (what
-# makes Firefox take text/plain for binary), "junk" bytes before %PDF-.
+# The scripts' downloads of x7 and x8: (name, Content-Type lines,
+# Content-Disposition, body), where %(name)s in the disposition is the
+# script's name and the body is "pdf" (a PDF), "bin" (a PDF with control
+# bytes in its first comment line, what makes Firefox take text/plain for
+# binary) or "junk" (bytes before %PDF-).
+# x7: the forms Firefox shows in an <object> or <embed> although they are
+# attachments, all named .pdf.
+NAMED = 'attachment; filename="%(name)s.pdf"'
+X7_FORMS = (("octet", ["application/octet-stream"], NAMED, "pdf"),
+            ("text", ["text/plain"], NAMED, "junk"),
+            ("no-type", [], NAMED, "junk"))
+# x8: what the module leaves alone although it holds a PDF, each next to a
+# form that it judges (measured 2026-12-07 in <object>, <embed> and
+# <iframe>, with and without type="application/pdf": no engine shows one).
 X8_FORMS = (
     ("text-no-name", ["text/plain"], "attachment", "bin"),
     ("octet-no-name", ["application/octet-stream"], "attachment", "pdf"),
@@ -314,64 +318,44 @@ def build(httpd, partner, b, https_port):
         x3["docs"][el] = pdf("on", "x3", "x3-%s.pdf" % el)
     x3["page"] = partner.url(OTHER, "/mint-frame", frag=FDF, **{
         el: d["path"] for el, d in x3["docs"].items()})
-    # x7: a script's download (attachment, filename="<name>.pdf") in a
-    # partner's frames with the attacker's fragment: Firefox shows one in
-    # an <object> or <embed> regardless of "attachment" when it is, or it
-    # takes it for, application/octet-stream (a binary text/plain body;
-    # no type, whatever comes before %PDF-), so it must take the token
-    # step (then the fallback).  One page per form.
+    def download_script(case, form, el):
+        """The CGI script /<b>/xs/script/<case>-<name>-<el> that sends
+        form's headers and body (X7_FORMS, X8_FORMS)."""
+        name = "%s-%s-%s" % (case, form[0], el)
+        rel = "%s/xs/script/%s" % (b, name)
+        label = "%s xs %s %s %s" % (b, case, form[0], el)
+        body = make_pdf(label, pages=1)
+        if form[3] == "bin":
+            body = body.replace(b"%\xe2\xe3\xcf\xd3\n", b"%\x01\x02\x03\x04\n",
+                                1)
+        elif form[3] == "junk":
+            body = b"\0\1\2\3\n" + body
+        data = httpd.write("data/%s-%s.pdf" % (b, name), body, base=httpd.root)
+        head = "".join("Content-Type: %s\r\n" % t for t in form[1])
+        if form[2]:
+            head += "Content-Disposition: %s\r\n" % (form[2] % {"name": name})
+        head = httpd.write("data/%s-%s.head" % (b, name), head + "\r\n",
+                           base=httpd.root)
+        httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n" % (head, data),
+                    mode=0o755)
+        return {"path": "/" + rel, "url": https + "/" + rel, "label": label,
+                "file": name + ".pdf"}
+
+    # x7: a script's download in each form of X7_FORMS, in a partner's
+    # frames with the attacker's fragment: it must take the token step
+    # (then the fallback).  One page per form.
     x7 = cases["x7"] = {"forms": {}}
-    for form, ctype, junk in X7_FORMS:
-        docs = {}
-        for el in ELEMENTS:
-            name = "x7-%s-%s" % (form, el)
-            rel = "%s/xs/script/%s" % (b, name)
-            label = "%s xs x7 %s %s" % (b, form, el)
-            data = "data/%s-%s.pdf" % (b, name)
-            body = httpd.write_pdf(data, label=label, pages=3, base=httpd.root)
-            if junk:
-                httpd.write(data, b"\0\1\2\3\n" + body, base=httpd.root)
-            data = httpd.root / data
-            head = httpd.write(
-                "data/%s-%s.head" % (b, name),
-                ("Content-Type: %s\r\n" % ctype if ctype else "")
-                + "Content-Disposition: attachment; filename=\"%s.pdf\"\r\n"
-                "\r\n" % name, base=httpd.root)
-            httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n" % (head, data),
-                        mode=0o755)
-            docs[el] = {"path": "/" + rel, "url": https + "/" + rel,
-                        "label": label, "file": name + ".pdf"}
-        x7["forms"][form] = {"docs": docs, "page": partner.url(
+    for form in X7_FORMS:
+        docs = {el: download_script("x7", form, el) for el in ELEMENTS}
+        x7["forms"][form[0]] = {"docs": docs, "page": partner.url(
             PARTNER, "/frame", **{el: d["url"] + FDF
                                   for el, d in docs.items()})}
     # x8: what the module leaves alone, in the same frames: no engine may
     # show one as a PDF.  Two pages of five forms (15 frames each).
     x8 = cases["x8"] = {"pages": []}
     for start in (0, 5):
-        docs = {}
-        for form, ctypes, disp, kind in X8_FORMS[start:start + 5]:
-            for el in ELEMENTS:
-                name = "x8-%s-%s" % (form, el)
-                rel = "%s/xs/script/%s" % (b, name)
-                label = "%s xs x8 %s %s" % (b, form, el)
-                body = make_pdf(label, pages=1)
-                if kind == "bin":
-                    body = body.replace(b"%\xe2\xe3\xcf\xd3\n",
-                                        b"%\x01\x02\x03\x04\n", 1)
-                elif kind == "junk":
-                    body = b"\0\1\2\3\n" + body
-                data = httpd.write("data/%s-%s.pdf" % (b, name), body,
-                                   base=httpd.root)
-                head = "".join("Content-Type: %s\r\n" % t for t in ctypes)
-                if disp:
-                    head += "Content-Disposition: %s\r\n" % disp
-                head = httpd.write("data/%s-%s.head" % (b, name),
-                                   head + "\r\n", base=httpd.root)
-                httpd.write(rel, "#!/bin/sh\ncat '%s' '%s'\n" % (head, data),
-                            mode=0o755)
-                docs["%s %s" % (form, el)] = {
-                    "path": "/" + rel, "url": https + "/" + rel,
-                    "label": label, "file": name}
+        docs = {"%s %s" % (form[0], el): download_script("x8", form, el)
+                for form in X8_FORMS[start:start + 5] for el in ELEMENTS}
         x8["pages"].append({"docs": docs, "page": partner.url(
             PARTNER, "/frames", f=["%s|%s" % (k.split()[1], d["url"] + FDF)
                                    for k, d in docs.items()])})
