@@ -533,6 +533,48 @@ def write_site(httpd, browser, matrix):
     return out
 
 
+# m3: the protected copy of every cell inside an <embed> of a same-site
+# page, with the attacker's fragment.  Firefox's pdf.js shows in an
+# <embed> or <object> what it only downloads at top level (attachments,
+# no type, text/plain with binary bytes), so the top-level matrix alone
+# cannot tell whether the module judges all that an embedding page can
+# show.  Same-site, so the module's Lax cookie is sent: a cell it judges
+# is shown after the token step with an empty fragment, or not at all.
+# Each page also embeds one unprotected PDF (the control), which must be
+# shown with the fragment: that is how m3 knows it reads fragments.
+EMBED_BATCH = 24
+
+
+def _control(matrix):
+    return next(c for c in matrix if c["status"] == 200 and not c["url_pdf"]
+                and c["content_type"] == "application/pdf"
+                and c["disposition"] is None and c["body"] == "pdf")
+
+
+def embed_pages(httpd, browser, matrix):
+    """Write m3's pages; return them for cases.mjs: url, cells, control."""
+    control = _control(matrix)
+    pages = []
+    for n in range(0, len(matrix), EMBED_BATCH):
+        chunk = matrix[n:n + EMBED_BATCH]
+        embeds = [(control["id"], path(browser, "m1", control))] \
+            + [(c["id"], path(browser, "m2", c)) for c in chunk]
+        tags = "\n".join(
+            '<embed id="%s%s" src="%s%s" width="160" height="120">'
+            % ("control-" if i == 0 else "", cid, src, ATTACK)
+            for i, (cid, src) in enumerate(embeds))
+        rel = "%s/m3/page-%02d.html" % (browser, n // EMBED_BATCH)
+        httpd.write(rel, ("<!doctype html>\n<meta charset=\"utf-8\">"
+                          "<title>m3 %d</title>\n%s\n"
+                          % (n // EMBED_BATCH, tags)).encode("ascii"))
+        pages.append({
+            "url": httpd.url("/" + rel),
+            "control": path(browser, "m1", control),
+            "cells": [{"id": c["id"], "path": path(browser, "m2", c)}
+                      for c in chunk]})
+    return pages
+
+
 def check_served(httpd, browser, matrix, request):
     """What httpd sends for each m1 cell is exactly the cell: status,
     Content-Type (absent, empty, the exact value), Content-Disposition,

@@ -52,6 +52,7 @@ CASES = [
     ("p3", "pile-up HTTPS, 300 PDFs: <= 8 for the host"),
     ("m1", "render matrix recorded = checked in"),
     ("m2", "protected matrix: nothing renders without the token step"),
+    ("m3", "protected matrix in <embed> with #FDF=: never shown with it"),
     ("net", "no request left loopback"),
 ]
 
@@ -63,7 +64,7 @@ CASES = [
 # `make browser` runs them all; "rest" is what `make test` leaves out: the
 # pile-up, which measures the browser under a flood and needs the machine
 # to itself, and the render matrix (some 400 cells per engine).
-REST = ("x5", "x6", "p0", "p1", "p2", "p3", "m1", "m2")
+REST = ("x5", "x6", "p0", "p1", "p2", "p3", "m1", "m2", "m3")
 SETS = {
     "all": [c for c, _ in CASES if c != "net"],
     "mission": [c for c, _ in CASES if c != "net" and c not in REST],

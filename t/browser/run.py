@@ -157,7 +157,13 @@ the PDF viewer only on the tokenized URL with an empty fragment after a 302
 and a pass with the matching cookie (the token step), and every cell that
 any engine renders as a PDF (recording or this run) must end either
 through the token step or as a download (for an error status: the forced
-download, which both engines refuse with an error).  The run prints a table
+download, which both engines refuse with an error).  m3 puts every cell
+of the protected scope, with the same fragment, into the <embed>s of
+same-site pages (Firefox shows attachments, untyped and binary text/plain
+answers there that it only saves at top level): an embed may show a PDF
+only after a pass with the matching cookie, at the tokenized URL, with an
+empty fragment; each page's control, an unprotected application/pdf cell,
+must show with the fragment.  The run prints a table
 (case x browser -> outcome), the browser versions and a closing
 `N passed, N failed` line, and exits non-zero on any failure.  With the
 pile-up, Chromium and Firefox run one after the other while WebKit runs
@@ -378,10 +384,11 @@ def main():
                          if "pdf" in c["outcomes"].values()}
                 matrix_sites[b]["m2"] = [x for x in matrix_sites[b]["m2"]
                                          if x["id"] in shown]
+            matrix_sites[b]["m3"] = matrix.embed_pages(httpd, b, cells)
         backend.start()
         php.start()
         httpd.start()
-        if any(c in ("m1", "m2") for c, _ in cases):
+        if any(c in ("m1", "m2", "m3") for c, _ in cases):
             for b in browsers:
                 for p in matrix.check_served(httpd, b, cells, httpd.get):
                     failures.append("matrix cell served wrong: " + p)
@@ -428,7 +435,7 @@ def main():
 
         # The matrix scopes' budgets, and the grace after each, extend the
         # backstop of each browser's run.
-        scopes = sum(1 for c in cases if c[0] in ("m1", "m2"))
+        scopes = sum(1 for c in cases if c[0] in ("m1", "m2", "m3"))
         matrix_s = {b: scopes * (budgets[b] + MATRIX_CASE_GRACE)
                     for b in browsers}
 

@@ -1,15 +1,15 @@
 // Licensed under the Apache License, Version 2.0; see LICENSE.
 //
-// m1, m2: the render matrix.
+// m1, m2: the render matrix; m3: its protected copy in <embed>s.
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { logFor } from '../lib/accesslog.mjs';
+import { TERMINAL, logFor, readLog } from '../lib/accesslog.mjs';
 import { B, cfg } from '../lib/config.mjs';
-import { closeBrowser, downloadsIn, launch, newPage } from '../lib/launch.mjs';
-import { describeError, notMeasured, runCase } from '../lib/results.mjs';
+import { closeBrowser, downloadsIn, launch, newPage, startGoto } from '../lib/launch.mjs';
+import { check, describeError, notMeasured, runCase } from '../lib/results.mjs';
 import { screenshot } from '../lib/screenshot.mjs';
-import { fragmentOf, queryToken } from '../lib/urls.mjs';
+import { fragmentOf, framesOf, queryToken } from '../lib/urls.mjs';
 import { viewerState } from '../lib/viewer.mjs';
 import { sleep, waitFor, withTimeout } from '../lib/wait.mjs';
 
@@ -401,9 +401,138 @@ function matrixCounts(cells) {
 // itself times out only this much later (and then fails).
 const MATRIX_CASE_GRACE = 120000; // run.py: MATRIX_CASE_GRACE
 
+// ------------------------------------------------------------------ m3
+
+const CHROME_PDF_VIEWER = 'chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/';
+// How long a page's embeds have to reach a decision in the access log
+// (every cell) and its control to show, and the PDFs the log passed to
+// show; a page that takes longer is not measured, not failed.
+const EMBED_DECIDE_MS = 30000;
+const EMBED_SHOW_MS = 10000;
+const EMBED_SETTLE_MS = 1000;
+const EMBED_TIMEOUT = 600000;
+
+// What each <embed> of the page shows, by the path its frame is at (a
+// judged cell's frame ends at the tokenized URL): {path: {href, pdf}}.
+async function embedFrames(page) {
+  const out = {};
+  let frames = [];
+  try {
+    frames = await withTimeout(Promise.resolve(framesOf(page)), 5000, 'listing frames');
+  } catch {
+    return out;
+  }
+  for (const f of frames) {
+    if (f === page.mainFrame()) continue;
+    const u = f.url();
+    let p;
+    try { p = new URL(u).pathname; } catch { continue; }
+    if (B === 'chromium' && u.startsWith(CHROME_PDF_VIEWER)) {
+      // Chromium's viewer: an extension frame inside the embed's frame
+      const parent = f.parentFrame() && f.parentFrame().url();
+      if (parent) {
+        try {
+          const q = new URL(parent).pathname;
+          out[q] = { href: parent, pdf: true };
+        } catch { /* not a cell's */ }
+      }
+      continue;
+    }
+    if (out[p] && out[p].pdf) continue;
+    try {
+      // Firefox's pdf.js keeps an octet-stream's type: the viewer tells;
+      // WebKit's pdf.js is an iframe inside the PDF's document
+      const s = await withTimeout(f.evaluate(() => ({
+        href: location.href, type: document.contentType,
+        pdfjs: !!window.PDFViewerApplication ||
+          !!document.querySelector('iframe[src^="webkit-pdfjs-viewer:"]'),
+      })), 3000, 'evaluating in the frame');
+      out[p] = { href: s.href, pdf: s.type === 'application/pdf' || s.pdfjs };
+    } catch {
+      out[p] = out[p] || { href: u, pdf: false };
+    }
+  }
+  return out;
+}
+
+// m3 (t/browser/matrix.py, embed_pages): every cell of the protected
+// scope in a same-site page's <embed>, at #FDF=javascript:...  An embed
+// may show a PDF only after the token step (a pass in the access log,
+// the tokenized URL) and with an empty fragment; each page's control, the
+// unprotected application/pdf cell, must show with the attacker's
+// fragment, or the measurement could not see one.
+async function caseEmbedded(ctx) {
+  await runCase('m3', async (r) => {
+    const t0 = Date.now();
+    let shown = 0, hidden = 0, late = 0;
+    for (const pg of cfg.matrix.m3) {
+      const page = await newPage(ctx, r);
+      try {
+        const since = readLog().length;
+        startGoto(page, pg.url);
+        const decided = () => {
+          const log = readLog().slice(since);
+          return pg.cells.every((c) => log.some((e) => e.path === c.path &&
+            (TERMINAL.has(e.tag) || e.tag === '-' || e.status >= 400)));
+        };
+        let seen = {};
+        const controlShown = () => seen[pg.control] && seen[pg.control].pdf;
+        try {
+          await waitFor(decided, EMBED_DECIDE_MS, 'a decision for every cell');
+          await waitFor(async () => { seen = await embedFrames(page); return controlShown(); },
+                        EMBED_SHOW_MS, 'the control');
+        } catch (e) {
+          const log = readLog().slice(since);
+          const open = pg.cells.filter((c) => !log.some((x) => x.path === c.path &&
+            (TERMINAL.has(x.tag) || x.tag === '-' || x.status >= 400)));
+          r.notes.push(`${pg.url}: ${e.message}` + (open.length ? ` (${open.map((c) =>
+            `${c.id} [${log.filter((x) => x.path === c.path).map((x) => x.tag).join(',')}]`).join(' ')})` : ''));
+          late++;
+          continue;
+        }
+        const log = readLog().slice(since);
+        const passed = (c) => log.some((e) => e.path === c.path && e.tag === 'pass' && e.cookieMatch);
+        // The control has shown: the others have had as long.  Read until
+        // two readings a second apart agree (a pass that shows nothing is
+        // no failure; a PDF shown without one is).
+        const count = () => Object.values(seen).filter((f) => f.pdf).length;
+        let before = -1;
+        try {
+          await waitFor(async () => {
+            before = count();
+            await sleep(EMBED_SETTLE_MS);
+            seen = await embedFrames(page);
+            return count() === before;
+          }, EMBED_SHOW_MS, 'the embeds to settle');
+        } catch { /* read as they are */ }
+        const cf = fragmentOf(seen[pg.control].href);
+        check(r, cf && cf.includes('FDF'),
+              `control ${pg.control} shown at ${seen[pg.control].href}: the fragment is not read`);
+        for (const c of pg.cells) {
+          const f = seen[c.path];
+          if (!f || !f.pdf) {
+            hidden++;
+            continue;
+          }
+          const frag = fragmentOf(f.href);
+          const step = check(r, passed(c) && queryToken(f.href) !== null,
+                             `${c.id}: shown in an <embed> without the token step, at ${f.href}`);
+          if (check(r, !frag, `${c.id}: shown in an <embed> at ${f.href}`) && step) shown++;
+        }
+      } finally {
+        await page.close().catch(() => {});
+      }
+    }
+    if (late) notMeasured(r, `${late} of ${cfg.matrix.m3.length} pages not decided in time`);
+    r.outcome = `${shown} cells shown after the token step, empty fragment; ${hidden} not shown; ` +
+      `control shown with #FDF= on ${cfg.matrix.m3.length - late} pages, in ` +
+      `${((Date.now() - t0) / 1000).toFixed(0)} s`;
+  }, EMBED_TIMEOUT);
+}
+
 export async function caseMatrix() {
   const m = cfg.matrix;
-  if (!m || (cfg.only && !cfg.only.includes('m1') && !cfg.only.includes('m2'))) return;
+  if (!m || (cfg.only && !['m1', 'm2', 'm3'].some((id) => cfg.only.includes(id)))) return;
   // A browser of its own: hundreds of downloads, and no case after it
   // whose "nothing was downloaded" they could spoil.
   const ctx = await launch('matrix', { downloadEvents: true, sessions: m.workers });
@@ -431,6 +560,7 @@ export async function caseMatrix() {
       run.cancelled = true;
       if (run.measuring) await run.measuring.catch(() => {});
     }
+    await caseEmbedded(ctx);
   } finally {
     await closeBrowser(ctx);
   }
