@@ -26,10 +26,10 @@ import { expectInline } from '../lib/expect.mjs';
 import { closeBrowser, downloadsIn, launch, newPage, startGoto } from '../lib/launch.mjs';
 import { check, runCase } from '../lib/results.mjs';
 import { fragmentOf } from '../lib/urls.mjs';
+import { CHROME_PDF_EXTENSION } from '../lib/viewer.mjs';
 import { sleep, waitFor, withTimeout } from '../lib/wait.mjs';
 
 const X = () => cfg.cases.xs;
-const CHROME_PDF_VIEWER = 'chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/';
 const ELEMENTS = ['iframe', 'embed', 'object'];
 // How long an element may take to show a PDF whose pass is logged, and a
 // download to land after the fallback is logged (a negative observation:
@@ -72,7 +72,7 @@ async function frameFor(page, doc) {
     // Chromium's frame for an <embed> or <object> was seen now and then
     // to read as text/html or to refuse evaluation while its PDF viewer
     // (an extension frame inside it) was there: the PDF is shown
-    const viewer = frames.find((f) => f.url().startsWith(CHROME_PDF_VIEWER) && f.parentFrame() &&
+    const viewer = frames.find((f) => f.url().startsWith(CHROME_PDF_EXTENSION) && f.parentFrame() &&
                                (f.parentFrame().url() || '').startsWith(doc.url));
     if (viewer) return { ...seen, contentType: 'application/pdf', via: 'viewer frame' };
   }

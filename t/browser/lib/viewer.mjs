@@ -6,7 +6,7 @@ import { VIEWER_PREFIX } from '../webkit.mjs';
 import { B } from './config.mjs';
 import { waitFor, withTimeout } from './wait.mjs';
 
-const CHROME_PDF_EXTENSION = 'chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/';
+export const CHROME_PDF_EXTENSION = 'chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/';
 
 // What the frame shows: its URL as the page sees it, its content type, and
 // the state of the browser's PDF viewer, if any (title is the PDF's /Title
